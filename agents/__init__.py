@@ -1,0 +1,17 @@
+"""Classical online agents for the schedgym environments (SB3 ``predict`` protocol).
+
+``agents.make(name, env, **kw)`` builds any of them by name; see :mod:`agents.registry`.
+"""
+
+from agents.base import Agent
+from agents.registry import make, names, register
+
+_GO = ("schedgym/GainOverhead-v0",)
+register("ogasched", "agents.ogasched:OgaSched", _GO)
+register("drf", "agents.baselines.gain_overhead:DRF", _GO)
+register("fairness", "agents.baselines.gain_overhead:Fairness", _GO)
+register("binpacking", "agents.baselines.gain_overhead:BinPacking", _GO)
+register("spreading", "agents.baselines.gain_overhead:Spreading", _GO)
+register("random", "agents.baselines.random_agent:RandomAgent", None)
+
+__all__ = ["Agent", "make", "names", "register"]

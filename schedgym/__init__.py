@@ -1,0 +1,22 @@
+"""schedgym: Gymnasium environments for online scheduling of multi-server jobs.
+
+Importing the package registers the environment ids with Gymnasium:
+
+- ``schedgym/GainOverhead-v0`` (OgaSched): continuous multi-resource allocation, gain - overhead.
+"""
+
+from gymnasium.envs.registration import register, registry
+
+__version__ = "0.1.0"
+
+_ENVS = {
+    "schedgym/GainOverhead-v0": "schedgym.envs.gain_overhead.env:GainOverheadEnv",
+}
+
+for _id, _entry in _ENVS.items():
+    if _id not in registry:
+        register(id=_id, entry_point=_entry, disable_env_checker=False)
+
+ENV_IDS: tuple[str, ...] = tuple(_ENVS)
+
+__all__ = ["ENV_IDS", "__version__"]

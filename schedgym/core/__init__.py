@@ -1,0 +1,13 @@
+"""Shared math and plumbing for every schedgym environment.
+
+- :mod:`schedgym.core.validation` - argument checks with clear error messages
+- :mod:`schedgym.core.rng` - named independent random streams from one seed
+- :mod:`schedgym.core.utilities` - concave utility families and their derivatives
+- :mod:`schedgym.core.projection` - exact (and the paper's) projection onto capped simplices
+- :mod:`schedgym.core.scenarios` - named scenario presets with validated overrides
+- :mod:`schedgym.core.envbase` - common env plumbing (observation boxes, action validation)
+"""
+
+from schedgym.core import projection, rng, scenarios, utilities, validation
+
+__all__ = ["projection", "rng", "scenarios", "utilities", "validation"]

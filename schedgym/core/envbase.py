@@ -1,0 +1,71 @@
+"""Plumbing shared by every schedgym environment: action boxes, action validation, seeding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from schedgym.core import rng as rngs
+
+
+def unit_box(n: int) -> spaces.Box:
+    """The continuous action space of every env: ``Box(-1, 1, (n,), float32)``."""
+    return spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
+
+
+def frac_box(n: int, high: float = 1.0) -> spaces.Box:
+    """A 1-D float32 observation box ``[0, high]^n``."""
+    return spaces.Box(0.0, high, shape=(n,), dtype=np.float32)
+
+
+def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
+    """Return ``action`` as a float64 vector of length ``size``; raise on wrong shape or NaN/inf.
+
+    Accepts any array whose total size is ``size`` and which has at most one non-singleton
+    dimension... or exactly the flat shape; a mismatch raises ``ValueError`` naming the shapes.
+    """
+    try:
+        arr = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} is invalid: expected a numeric array of shape ({size},), got "
+            f"{type(action).__name__}"
+        ) from None
+    if arr.shape != (size,):
+        raise ValueError(f"{name} has shape {arr.shape}: must have shape ({size},)")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(
+            f"{name} contains a non-finite entry (index {bad}: {arr[bad]!r}): every entry must "
+            "be finite"
+        )
+    return arr
+
+
+def clip_unit(action: np.ndarray) -> tuple[np.ndarray, float]:
+    """Clip to [-1, 1] (the documented treatment of out-of-box actions); returns the amount moved
+    (max absolute change)."""
+    clipped = np.clip(action, -1.0, 1.0)
+    return clipped, float(np.max(np.abs(clipped - action), initial=0.0))
+
+
+def decode_unit(action: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Affine map ``[-1, 1] -> [0, upper]`` entrywise."""
+    return (np.asarray(action, dtype=np.float64) + 1.0) * 0.5 * upper
+
+
+def encode_unit(value: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`decode_unit` (entries with ``upper == 0`` map to -1), float32 in
+    [-1, 1]."""
+    value = np.asarray(value, dtype=np.float64)
+    safe = np.where(upper > 0, upper, 1.0)
+    a = np.where(upper > 0, 2.0 * value / safe - 1.0, -1.0)
+    return np.clip(a, -1.0, 1.0).astype(np.float32)
+
+
+def resolve_episode_seed(seed: int | None, np_random: np.random.Generator) -> int:
+    """The integer seed of the episode's exogenous streams: ``seed`` itself, or a fresh draw from
+    the env's ``np_random`` when ``reset(seed=None)``."""
+    return int(seed) if seed is not None else rngs.episode_seed(np_random)

@@ -1,0 +1,163 @@
+"""Argument validation helpers.
+
+Every helper raises :class:`ValueError` whose message names the parameter, the value received and
+what is allowed, e.g. ``rho=1.5 is invalid: must be a number in [0, 1]``. Use them at every public
+boundary (env constructors, scenario overrides, agent hyperparameters) so that bad input never
+reaches numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _fail(name: str, value: Any, allowed: str) -> ValueError:
+    return ValueError(f"{name}={value!r} is invalid: must be {allowed}")
+
+
+def check_int(
+    name: str, value: Any, *, min_value: int | None = None, max_value: int | None = None
+) -> int:
+    """Return ``value`` as an ``int`` if it is an integer in ``[min_value, max_value]``."""
+    lo = "-inf" if min_value is None else str(min_value)
+    hi = "inf" if max_value is None else str(max_value)
+    allowed = f"an integer in [{lo}, {hi}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise _fail(name, value, allowed)
+    value = int(value)
+    if (min_value is not None and value < min_value) or (
+        max_value is not None and value > max_value
+    ):
+        raise _fail(name, value, allowed)
+    return value
+
+
+def check_float(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` inside the given (open or closed) interval."""
+    lb = "(" if low_open else "["
+    rb = ")" if high_open else "]"
+    allowed = (
+        f"a finite number in {lb}{'-inf' if low is None else low}, "
+        f"{'inf' if high is None else high}{rb}"
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(name, value, allowed)
+    v = float(value)
+    if not math.isfinite(v):
+        raise _fail(name, value, allowed)
+    if low is not None and (v < low or (low_open and v == low)):
+        raise _fail(name, value, allowed)
+    if high is not None and (v > high or (high_open and v == high)):
+        raise _fail(name, value, allowed)
+    return v
+
+
+def check_range(
+    name: str, value: Any, *, low: float | None = None, high: float | None = None
+) -> tuple[float, float]:
+    """Return a ``(lo, hi)`` pair of finite floats with ``low <= lo <= hi <= high``."""
+    allowed = (
+        f"a pair (lo, hi) of finite numbers with "
+        f"{'' if low is None else f'{low} <= '}lo <= hi{'' if high is None else f' <= {high}'}"
+    )
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise _fail(name, value, allowed)
+    try:
+        lo = check_float(name, value[0], low=low, high=high)
+        hi = check_float(name, value[1], low=low, high=high)
+    except ValueError:
+        raise _fail(name, value, allowed) from None
+    if lo > hi:
+        raise _fail(name, value, allowed)
+    return lo, hi
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``."""
+    choices = list(choices)
+    if value not in choices:
+        raise _fail(name, value, "one of " + ", ".join(repr(c) for c in choices))
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (numpy bools included)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise _fail(name, value, "True or False")
+    return bool(value)
+
+
+def check_array(
+    name: str,
+    value: Any,
+    *,
+    shape: tuple[int | None, ...] | None = None,
+    dtype: type | np.dtype = np.float64,
+    low: float | None = None,
+    high: float | None = None,
+    finite: bool = True,
+) -> np.ndarray:
+    """Return ``value`` as a numpy array of ``dtype`` after checking shape, finiteness and bounds.
+
+    ``shape`` may contain ``None`` for a free dimension.
+    """
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} is invalid: cannot be converted to a numeric array of dtype "
+            f"{np.dtype(dtype).name} (got {type(value).__name__})"
+        ) from None
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(
+            s is None or s == d for s, d in zip(shape, arr.shape, strict=False)
+        )
+        if not ok:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} has shape {arr.shape}: must have shape {want}")
+    if arr.size and np.issubdtype(arr.dtype, np.floating):
+        if finite and not np.all(np.isfinite(arr)):
+            bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
+            raise ValueError(
+                f"{name} contains a non-finite entry (flat index {bad}: "
+                f"{arr.ravel()[bad]!r}): every entry must be finite"
+            )
+    if arr.size and low is not None and np.min(arr) < low:
+        raise ValueError(f"{name} has minimum {np.min(arr)!r}: every entry must be >= {low}")
+    if arr.size and high is not None and np.max(arr) > high:
+        raise ValueError(f"{name} has maximum {np.max(arr)!r}: every entry must be <= {high}")
+    return arr
+
+
+def check_seed(name: str, value: Any) -> int | None:
+    """Return a non-negative integer seed, or ``None``."""
+    if value is None:
+        return None
+    return check_int(name, value, min_value=0)
+
+
+def check_known_keys(name: str, given: Iterable[str], allowed: Iterable[str]) -> None:
+    """Raise if ``given`` holds a key outside ``allowed`` (catches typos in overrides)."""
+    allowed = sorted(allowed)
+    for key in given:
+        if key not in allowed:
+            raise ValueError(
+                f"{name} got an unknown parameter {key!r}: allowed parameters are "
+                + ", ".join(allowed)
+            )

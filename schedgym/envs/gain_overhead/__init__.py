@@ -1,0 +1,6 @@
+"""GainOverhead-v0 (OgaSched problem): env, instance and generators, dynamics, offline optimum."""
+
+from schedgym.envs.gain_overhead.env import GainOverheadEnv
+from schedgym.envs.gain_overhead.instance import SCENARIOS, GainOverheadInstance, generate
+
+__all__ = ["GainOverheadEnv", "GainOverheadInstance", "SCENARIOS", "generate"]
