@@ -1,0 +1,48 @@
+"""One entry point to the per-problem offline solvers (hindsight optimum, oracle, OPT).
+
+Each problem registers a function ``solver(env) -> dict[str, float]`` that receives the
+**unwrapped** env after an episode (so it can read the instance and the episode's pre-drawn
+exogenous data) and returns named benchmark values, e.g. ``{"hindsight_optimum": Q*}``.
+``schedgym compare`` calls :func:`episode_benchmarks` after every episode and reports, for each
+returned value ``V``, the agent's gap ``V - return`` (regret) and ratio ``V / return``.
+
+Solvers may need scipy (installed with the ``train`` or ``agents`` extras); the environments
+themselves never do.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+#: env class name -> "module:function"
+_SOLVERS: dict[str, str] = {
+    "GainOverheadEnv": "schedgym.envs.gain_overhead.offline:episode_benchmarks",
+}
+
+
+def register(env_class_name: str, entry_point: str) -> None:
+    """Register the offline solver of an env class (``"module:function"``)."""
+    _SOLVERS[env_class_name] = entry_point
+
+
+def solver_for(env: Any) -> Callable[[Any], dict[str, float]] | None:
+    """The registered solver of ``env`` (wrapped or not), or ``None``."""
+    env = getattr(env, "unwrapped", env)
+    entry = _SOLVERS.get(type(env).__name__)
+    if entry is None:
+        return None
+    mod, _, fn = entry.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("schedgym"):
+            return None  # solver not written yet
+        raise
+
+
+def episode_benchmarks(env: Any) -> dict[str, float]:
+    """Offline benchmark values of the episode just played in ``env`` ({} if none)."""
+    fn = solver_for(env)
+    return {} if fn is None else dict(fn(getattr(env, "unwrapped", env)))
