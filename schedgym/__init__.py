@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _ENVS = {
     "schedgym/GainOverhead-v0": "schedgym.envs.gain_overhead.env:GainOverheadEnv",
+    "schedgym/DeadlineWelfare-v0": "schedgym.envs.deadline_welfare.env:DeadlineWelfareEnv",
 }
 
 for _id, _entry in _ENVS.items():

@@ -1,0 +1,14 @@
+"""DeadlineWelfare-v0 (OnSocMax problem): env, instance and generators, dynamics, pricing,
+offline optimum."""
+
+from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
+from schedgym.envs.deadline_welfare.instance import (
+    SCENARIOS,
+    DeadlineWelfareInstance,
+    Jobs,
+    generate,
+    job_sampler,
+)
+
+__all__ = ["DeadlineWelfareEnv", "DeadlineWelfareInstance", "Jobs", "SCENARIOS", "generate",
+           "job_sampler"]

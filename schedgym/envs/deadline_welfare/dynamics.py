@@ -1,0 +1,152 @@
+"""Pure functions of DeadlineWelfare-v0: utilities, welfare, the action repair, feasibility, ι/v.
+
+Shared by the environment, the agents, the offline solver and the tests. A dispatch of one job is
+a float64 array ``(R, T)`` (instances x slots) in workload units; a whole episode's dispatch ``X``
+is ``(N, R, T)``.
+
+Social welfare (spec §1.7, the objective of P1)::
+
+    SW(X) = sum_n sum_{r in R_n} [ f_nr(x_nr) + beta_nr x_nr / C_r ]
+          = U_jobs + U_cluster
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from schedgym.envs.deadline_welfare.instance import (
+    FAMILY_CODES,
+    DeadlineWelfareInstance,
+    Jobs,
+)
+
+LINEAR, LOG, SQRT = (FAMILY_CODES[k] for k in ("linear", "log", "sqrt"))
+#: Absolute tolerance of :func:`is_feasible` (workload units), spec §2.2.
+FEASIBILITY_TOL = 1e-7
+
+
+def utility(code: int, coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Job utility ``f(x)`` elementwise: ``a x``, ``a ln(1+x)`` or ``a sqrt(x)`` (x >= 0)."""
+    x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    if code == LINEAR:
+        return coef * x
+    if code == LOG:
+        return coef * np.log1p(x)
+    if code == SQRT:
+        return coef * np.sqrt(x)
+    raise ValueError(f"code={code!r} is invalid: must be 0 (linear), 1 (log) or 2 (sqrt)")
+
+
+def utility_derivative(code: int, coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``f'(x)`` elementwise (``+inf`` at 0 for sqrt)."""
+    x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    if code == LINEAR:
+        return coef + 0.0 * x
+    if code == LOG:
+        return coef / (1.0 + x)
+    if code == SQRT:
+        with np.errstate(divide="ignore"):
+            return coef / (2.0 * np.sqrt(x))
+    raise ValueError(f"code={code!r} is invalid: must be 0 (linear), 1 (log) or 2 (sqrt)")
+
+
+def job_welfare(inst: DeadlineWelfareInstance, jobs: Jobs, n: int,
+                x: np.ndarray) -> tuple[float, float]:
+    """``(sum_r f_nr(x_r), sum_r beta_nr x_r / C_r)`` of job ``n`` given ``x`` (R, T); units
+    outside ℛ_n count as zero."""
+    m = jobs.mask[n]
+    xm = np.where(m, x, 0.0)
+    f = utility(inst.family_code, jobs.coef[n], xm)
+    g = jobs.weight[n] * xm / inst.capacity
+    return float(f[m].sum()), float(g[m].sum())
+
+
+def social_welfare(inst: DeadlineWelfareInstance, jobs: Jobs,
+                   X: np.ndarray) -> tuple[float, float, float]:
+    """``(SW, U_jobs, U_cluster)`` of an episode's dispatch ``X`` (N, R, T) (spec §1.7)."""
+    X = np.where(jobs.mask, np.asarray(X, dtype=np.float64), 0.0)
+    f = np.where(jobs.mask, utility(inst.family_code, jobs.coef, X), 0.0)
+    g = jobs.weight * X / inst.capacity[None]
+    uj, uc = float(f.sum()), float(g.sum())
+    return uj + uc, uj, uc
+
+
+def feasibility_violation(inst: DeadlineWelfareInstance, jobs: Jobs, X: np.ndarray) -> float:
+    """Largest violation of P1's constraints (4)-(7) by ``X`` (N, R, T); 0 when feasible."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape != jobs.mask.shape:
+        raise ValueError(f"X has shape {X.shape}: must have shape {jobs.mask.shape}")
+    outside = float(np.max(np.abs(np.where(jobs.mask, 0.0, X)), initial=0.0))  # (5)
+    cap4 = float(np.max(X.sum(axis=(1, 2)) - jobs.workload, initial=0.0))  # (4)
+    cap6 = float(np.max(X.sum(axis=0) - inst.capacity, initial=0.0))  # (6)
+    box = max(float(np.max(-X, initial=0.0)),
+              float(np.max(np.where(jobs.mask, X - jobs.capability, 0.0), initial=0.0)))  # (7)
+    return max(outside, cap4, cap6, box, 0.0)
+
+
+def is_feasible(inst: DeadlineWelfareInstance, jobs: Jobs, X: np.ndarray,
+                tol: float = FEASIBILITY_TOL) -> bool:
+    """``X`` satisfies (4)-(7) up to ``tol`` (spec §2.2 ``check_feasible``)."""
+    return feasibility_violation(inst, jobs, X) <= tol
+
+
+def unit_upper(jobs: Jobs, n: int) -> np.ndarray:
+    """Upper end of the action map for job ``n``: ``x̄_nr`` on ℛ_n, 0 elsewhere; ``(R, T)``."""
+    return np.where(jobs.mask[n], jobs.capability[n], 0.0)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A feasible dispatch and how far the proposal was moved (L1, workload units)."""
+
+    dispatch: np.ndarray  # (R, T) applied
+    capacity_l1: float  # removed by clipping to the remaining unit capacity
+    workload_l1: float  # removed by scaling down to the job's workload
+
+    @property
+    def l1(self) -> float:
+        return self.capacity_l1 + self.workload_l1
+
+
+def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
+           workload: float) -> Repair:
+    """The documented repair rule, in order (all arrays ``(R, T)``, workload units):
+
+    1. mask and per-unit capability: clip to ``[0, upper]`` (``upper = x̄_nr`` on ℛ_n, 0 off it;
+       the env's affine action map already lands in this box);
+    2. remaining unit capacity: clip to ``max(0, C_r - ω_r)``;
+    3. job workload: if ``sum > ρ_n``, multiply everything by ``ρ_n / sum``.
+    """
+    x = np.clip(np.asarray(proposal, dtype=np.float64), 0.0, upper)
+    y = np.minimum(x, np.maximum(remaining, 0.0))
+    cap_l1 = float((x - y).sum())
+    total = float(y.sum())
+    wl_l1 = 0.0
+    if total > workload:
+        z = y * (workload / total)
+        wl_l1 = float((y - z).sum())
+        y = z
+    return Repair(y, cap_l1, wl_l1)
+
+
+def marginal_bounds(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[float, float]:
+    """``(ι, v)`` of spec §1.8 for the realised ``jobs`` (or ``inst.prior_bounds`` in prior mode).
+
+    ``ι = min_{n, r in R_n} f'_nr(x̄_nr) + β_nr/C_r``; ``v = max f'_nr(δ) + β_nr/C_r`` with
+    ``δ = 0`` (linear, log) or ``sqrt_v_floor`` (sqrt). An episode without jobs gives ``(1, 1)``.
+    """
+    if inst.bound_mode == "prior":
+        assert inst.prior_bounds is not None
+        return inst.prior_bounds
+    m = jobs.mask
+    if not m.any():
+        return 1.0, 1.0
+    code = inst.family_code
+    b = (jobs.weight / inst.capacity[None])[m]
+    lo = utility_derivative(code, jobs.coef[m], jobs.capability[m]) + b
+    delta = inst.sqrt_v_floor if code == SQRT else 0.0
+    hi = utility_derivative(code, jobs.coef[m], np.full(lo.shape, delta)) + b
+    iota, v = float(lo.min()), float(hi.max())
+    return iota, max(v, iota)
