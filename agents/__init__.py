@@ -13,5 +13,12 @@ register("fairness", "agents.baselines.gain_overhead:Fairness", _GO)
 register("binpacking", "agents.baselines.gain_overhead:BinPacking", _GO)
 register("spreading", "agents.baselines.gain_overhead:Spreading", _GO)
 register("random", "agents.baselines.random_agent:RandomAgent", None)
+_FS = ("schedgym/FluctuatingSpeed-v0",)
+register("esdp", "agents.esdp:ESDP", _FS)
+register("esdp-aa", "agents.esdp:ESDPArrivalAware", _FS)
+register("hauf", "agents.baselines.fluctuating_speed:HAUF", _FS)
+register("lcf", "agents.baselines.fluctuating_speed:LCF", _FS)
+register("lwtf", "agents.baselines.fluctuating_speed:LWTF", _FS)
+register("oracle", "agents.baselines.fluctuating_speed:Oracle", _FS)
 
 __all__ = ["Agent", "make", "names", "register"]

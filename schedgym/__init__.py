@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 _ENVS = {
     "schedgym/GainOverhead-v0": "schedgym.envs.gain_overhead.env:GainOverheadEnv",
     "schedgym/DeadlineWelfare-v0": "schedgym.envs.deadline_welfare.env:DeadlineWelfareEnv",
+    "schedgym/FluctuatingSpeed-v0": "schedgym.envs.fluctuating_speed.env:FluctuatingSpeedEnv",
 }
 
 for _id, _entry in _ENVS.items():

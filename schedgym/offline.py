@@ -19,6 +19,7 @@ from typing import Any
 #: env class name -> "module:function"
 _SOLVERS: dict[str, str] = {
     "GainOverheadEnv": "schedgym.envs.gain_overhead.offline:episode_benchmarks",
+    "FluctuatingSpeedEnv": "schedgym.envs.fluctuating_speed.offline:episode_benchmarks",
 }
 
 
