@@ -1,0 +1,627 @@
+"""Readers for Alibaba cluster traces, all returning one :class:`Trace` in common units.
+
+Supported inputs (a path to a ``.csv`` or ``.csv.gz`` file each):
+
+=====================  ==========================================  ===============================
+reader                 files                                       header
+=====================  ==========================================  ===============================
+:func:`load_sample`    the derived gpu-v2023 sample shipped here   yes
+:func:`load_gpu_v2023` ``openb_node_list_*.csv``,                  yes (upstream files have one)
+                       ``openb_pod_list_*.csv``
+:func:`load_gpu_v2020` ``pai_machine_spec.csv``,                   optional: upstream files have
+                       ``pai_task_table.csv``                      none; columns then in the
+                                                                   documented order
+:func:`load_v2018`     ``machine_meta.csv``, ``batch_task.csv``    optional, as for v2020
+=====================  ==========================================  ===============================
+
+Common units of :class:`Trace` (column -> unit conversions):
+
+============  ====================  ======================  ===============  ==================
+quantity      gpu-v2023             gpu-v2020               v2018            unit in ``Trace``
+============  ====================  ======================  ===============  ==================
+node CPU      ``cpu_milli`` / 1000  ``cap_cpu``             ``cpu_num``      cores
+node memory   ``memory_mib``/1024   ``cap_mem``             ``mem_size`` x   GB (v2023: GiB)
+                                                            ``mem_gb_per_unit``
+node GPUs     ``gpu``               ``cap_gpu``             0                GPUs
+GPU model     ``model``             ``gpu_type`` (if        ``''``           str, ``''`` = none
+                                    ``cap_gpu`` > 0)
+task time     ``creation_time``     ``start_time``          ``start_time``   s
+task CPU      ``cpu_milli`` / 1000  ``plan_cpu`` / 100      ``plan_cpu``/100 cores
+task memory   ``memory_mib``/1024   ``plan_mem``            ``plan_mem`` x   GB
+                                                            ``mem_gb_per_unit``
+task GPUs     ``num_gpu``; if it    ``plan_gpu`` / 100      0                GPUs (fractional
+              is 1: ``gpu_milli``   (empty = 0)                              = GPU sharing)
+              / 1000
+GPU models    ``gpu_spec`` (``A|B``)  ``gpu_type`` (one;    ``''``           ``'A|B'`` sorted,
+allowed                             ``''``/``MISC``: any)                    ``''`` = any
+duration      ``deletion_time`` -   ``end_time`` -          ``end_time`` -   s (NaN unknown)
+              ``creation_time``     ``start_time``          ``start_time``
+============  ====================  ======================  ===============  ==================
+
+Rows are dropped (and counted in :attr:`Trace.notes`) when a filter excludes them (``phases``,
+``statuses``) or when a needed number is *empty* (e.g. v2020 tasks that never started have no
+``start_time``). Anything else that is wrong raises :class:`TraceFormatError` (a ``ValueError``)
+naming the file, the column and, for a value, the line: a missing column, a value that is not a
+number, a value outside its unit's range (e.g. ``gpu_milli`` > 1000, v2018 ``mem_size`` > 100, a
+negative request), or no rows left after filtering.
+
+Files are streamed row by row and only the needed columns are kept, so the full traces (millions
+of rows) can be read, if slowly (pure Python, roughly a million rows per 5-10 s).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Trace",
+    "TraceFormatError",
+    "load_sample",
+    "load_gpu_v2023",
+    "load_gpu_v2020",
+    "load_v2018",
+    "SAMPLE_FILES",
+    "V2020_MACHINE_COLUMNS",
+    "V2020_TASK_COLUMNS",
+    "V2018_MACHINE_COLUMNS",
+    "V2018_TASK_COLUMNS",
+]
+
+#: Files of the shipped sample (package ``schedgym.data``), made by
+#: ``scripts/make_alibaba_sample.py``.
+SAMPLE_FILES: tuple[str, str] = ("alibaba_gpu_v2023_nodes.csv.gz", "alibaba_gpu_v2023_pods.csv.gz")
+#: Column order of the header-less upstream gpu-v2020 files (cluster-trace-gpu-v2020 README).
+V2020_MACHINE_COLUMNS = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
+V2020_TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time",
+                      "plan_cpu", "plan_mem", "plan_gpu", "gpu_type")
+#: Column order of the header-less upstream v2018 files (cluster-trace-v2018 schema.md).
+V2018_MACHINE_COLUMNS = ("machine_id", "time_stamp", "failure_domain_1", "failure_domain_2",
+                         "cpu_num", "mem_size", "status")
+V2018_TASK_COLUMNS = ("task_name", "instance_num", "job_name", "task_type", "status", "start_time",
+                      "end_time", "plan_cpu", "plan_mem")
+
+_NAN_TOKENS = frozenset({"", "nan", "NaN", "NAN", "null", "NULL", "None", "\\N"})
+
+
+class TraceFormatError(ValueError):
+    """A trace file cannot be read: the message names the file, the column and the line."""
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """Nodes and tasks of a cluster trace in common units (read-only numpy arrays).
+
+    Attributes:
+        node_cpu: float64 ``(M,)`` CPU cores of each node.
+        node_mem: float64 ``(M,)`` memory of each node, GB.
+        node_gpu: float64 ``(M,)`` GPUs of each node.
+        node_model: str ``(M,)`` GPU model of each node, ``''`` for none.
+        task_time: float64 ``(N,)`` arrival time of each task (creation / start), seconds.
+        task_cpu: float64 ``(N,)`` CPU request, cores.
+        task_mem: float64 ``(N,)`` memory request, GB.
+        task_gpu: float64 ``(N,)`` GPU request, GPUs (``0 < g < 1`` = a share of one GPU).
+        task_gpu_spec: str ``(N,)`` allowed GPU models, sorted and ``|``-joined; ``''`` = any.
+        task_duration: float64 ``(N,)`` run time in seconds (NaN where unknown).
+        source: where the data came from (format and files).
+        notes: what the reader dropped or assumed, one line each.
+    """
+
+    node_cpu: np.ndarray
+    node_mem: np.ndarray
+    node_gpu: np.ndarray
+    node_model: np.ndarray
+    task_time: np.ndarray
+    task_cpu: np.ndarray
+    task_mem: np.ndarray
+    task_gpu: np.ndarray
+    task_gpu_spec: np.ndarray
+    task_duration: np.ndarray
+    source: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        m = len(self.node_cpu)
+        n = len(self.task_time)
+        for name in ("node_cpu", "node_mem", "node_gpu", "node_model"):
+            arr = np.asarray(getattr(self, name))
+            if arr.shape != (m,):
+                raise ValueError(f"{name} has shape {arr.shape}: must have shape ({m},)")
+        for name in ("task_time", "task_cpu", "task_mem", "task_gpu", "task_gpu_spec",
+                     "task_duration"):
+            arr = np.asarray(getattr(self, name))
+            if arr.shape != (n,):
+                raise ValueError(f"{name} has shape {arr.shape}: must have shape ({n},)")
+        for name in ("node_cpu", "node_mem", "node_gpu", "task_time", "task_cpu", "task_mem",
+                     "task_gpu", "task_duration"):
+            object.__setattr__(self, name,
+                               _readonly(np.asarray(getattr(self, name), dtype=np.float64)))
+        for name in ("node_model", "task_gpu_spec"):
+            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name), dtype=str)
+                                                     .reshape(-1)))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    @property
+    def n_nodes(self) -> int:
+        """``M``, the number of nodes."""
+        return int(self.node_cpu.shape[0])
+
+    @property
+    def n_tasks(self) -> int:
+        """``N``, the number of tasks."""
+        return int(self.task_time.shape[0])
+
+    @property
+    def node_resources(self) -> np.ndarray:
+        """float64 ``(M, 3)``: (cores, GB, GPUs) of every node."""
+        return np.stack([self.node_cpu, self.node_mem, self.node_gpu], axis=1)
+
+    @property
+    def task_requests(self) -> np.ndarray:
+        """float64 ``(N, 3)``: (cores, GB, GPUs) requested by every task."""
+        return np.stack([self.task_cpu, self.task_mem, self.task_gpu], axis=1)
+
+    def summary(self) -> str:
+        """A few lines: sizes, time span, GPU models."""
+        models, counts = np.unique(self.node_model[self.node_gpu > 0], return_counts=True)
+        span = (self.task_time.max() - self.task_time.min()) / 86400 if self.n_tasks else 0.0
+        return (f"{self.source}\n{self.n_nodes} nodes ({int((self.node_gpu > 0).sum())} with GPUs: "
+                + ", ".join(f"{m or '?'} x{c}" for m, c in zip(models, counts, strict=True))
+                + f"); {self.n_tasks} tasks over {span:.1f} days, "
+                f"{int((self.task_gpu > 0).sum())} requesting GPUs, "
+                f"{int((self.task_gpu_spec != '').sum())} with GPU-model constraints")
+
+
+# ----------------------------------------------------------------- CSV reading
+def _display(src: Any) -> str:
+    return os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(src)
+
+
+def _open_text(src: Any) -> io.TextIOBase:
+    name = _display(src)
+    if isinstance(src, (str, os.PathLike)):
+        if not os.path.exists(src):
+            raise TraceFormatError(f"{name}: file not found")
+        raw: Any = open(src, "rb")  # noqa: SIM115 - closed by the caller via the wrapper
+    else:  # importlib.resources Traversable
+        raw = src.open("rb")
+    if name.endswith(".gz"):
+        raw = gzip.GzipFile(fileobj=raw, mode="rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="")
+
+
+def _rows(
+    src: Any, needed: Sequence[str], schema: Sequence[str] | None, optional: Sequence[str] = ()
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line number, {column: text})`` for the ``needed`` (+ present ``optional``) columns.
+
+    A first row containing any name of ``schema`` (or any needed name) is a header; otherwise
+    the file must be header-less with the columns in ``schema`` order (``schema=None``: header
+    required).
+    """
+    name = _display(src)
+    with _open_text(src) as f:
+        reader = csv.reader(f)
+        try:
+            first = next(reader)
+        except StopIteration:
+            raise TraceFormatError(f"{name}: the file is empty (no header, no rows)") from None
+        except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+            raise TraceFormatError(f"{name}: cannot be read as CSV text ({exc})") from None
+        cells = [c.strip() for c in first]
+        known = set(schema or ()) | set(needed) | set(optional)
+        if any(c in known for c in cells):
+            columns, pending, line0 = cells, None, 2
+        elif schema is None:
+            raise TraceFormatError(
+                f"{name}: the first line is not a header naming the columns "
+                f"{', '.join(needed)} (got {', '.join(cells[:8])})"
+            )
+        else:
+            if len(cells) < len(schema):
+                raise TraceFormatError(
+                    f"{name}: no header and {len(cells)} fields per row: a header-less file must "
+                    f"have the {len(schema)} columns {', '.join(schema)} in this order"
+                )
+            columns, pending, line0 = list(schema), first, 1
+        for col in needed:
+            if col not in columns:
+                raise TraceFormatError(
+                    f"{name}: missing column {col!r} (the file has: {', '.join(columns)})"
+                )
+        idx = {c: columns.index(c) for c in (*needed, *optional) if c in columns}
+        width = max(idx.values()) + 1
+
+        def pick(row: list[str], line: int) -> dict[str, str]:
+            if len(row) < width:
+                missing = [c for c, i in idx.items() if i >= len(row)]
+                raise TraceFormatError(
+                    f"{name}: line {line} has {len(row)} fields: column {missing[0]!r} is missing"
+                )
+            return {c: row[i].strip() for c, i in idx.items()}
+
+        if pending is not None:
+            yield 1, pick(pending, 1)
+        try:
+            for k, row in enumerate(reader):
+                if not row:
+                    continue
+                yield line0 + k, pick(row, line0 + k)
+        except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+            raise TraceFormatError(f"{name}: cannot be read as CSV text ({exc})") from None
+
+
+class _Num:
+    """Parse one numeric column with a unit range check."""
+
+    def __init__(self, file: str, column: str, low: float | None = 0.0,
+                 high: float | None = None, unit: str = "") -> None:
+        self.file, self.column, self.low, self.high, self.unit = file, column, low, high, unit
+
+    def __call__(self, text: str, line: int) -> float:
+        """The value, or NaN for an empty / NaN cell; raises on anything else that is wrong."""
+        if text in _NAN_TOKENS:
+            return math.nan
+        try:
+            v = float(text)
+        except ValueError:
+            raise TraceFormatError(
+                f"{self.file}: column {self.column!r}, line {line}: value {text!r} is not a number"
+            ) from None
+        if not math.isfinite(v):
+            raise TraceFormatError(
+                f"{self.file}: column {self.column!r}, line {line}: value {text!r} is not finite"
+            )
+        if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
+            lo = "-inf" if self.low is None else f"{self.low:g}"
+            hi = "inf" if self.high is None else f"{self.high:g}"
+            raise TraceFormatError(
+                f"{self.file}: column {self.column!r}, line {line}: value {text!r} is outside "
+                f"[{lo}, {hi}]" + (f" ({self.unit})" if self.unit else "")
+                + ": wrong unit or wrong file?"
+            )
+        return v
+
+
+def _canon_spec(text: str, ignore: Iterable[str] = ()) -> str:
+    ign = set(ignore)
+    models = {m.strip() for m in text.split("|")}
+    models -= {"", "nan", "NaN"} | ign
+    return "|".join(sorted(models))
+
+
+def _filter_check(file: str, column: str, kept: int, allowed: Any, seen: set[str]) -> None:
+    if kept == 0:
+        shown = ", ".join(sorted(seen)[:10]) or "none"
+        raise TraceFormatError(
+            f"{file}: no rows left after filtering on column {column!r} (kept values "
+            f"{tuple(allowed)!r}; values in the file: {shown})"
+        )
+
+
+def _empty_check(file: str, kept: int, what: str) -> None:
+    if kept == 0:
+        raise TraceFormatError(f"{file}: no rows left after filtering ({what})")
+
+
+# ------------------------------------------------------------------- gpu-v2023
+def _read_v2023_nodes(src: Any) -> dict[str, Any]:
+    name = _display(src)
+    cpu = _Num(name, "cpu_milli", unit="milli-cores")
+    mem = _Num(name, "memory_mib", unit="MiB")
+    gpu = _Num(name, "gpu", unit="GPU count")
+    out: dict[str, list] = {"cpu": [], "mem": [], "gpu": [], "model": []}
+    dropped = 0
+    for line, r in _rows(src, ("cpu_milli", "memory_mib", "gpu"), None, ("model",)):
+        c, m, g = cpu(r["cpu_milli"], line), mem(r["memory_mib"], line), gpu(r["gpu"], line)
+        if math.isnan(c) or math.isnan(m):
+            dropped += 1
+            continue
+        g = 0.0 if math.isnan(g) else g
+        model = r.get("model", "")
+        model = "" if model in _NAN_TOKENS or g == 0 else model
+        out["cpu"].append(c / 1000.0)
+        out["mem"].append(m / 1024.0)
+        out["gpu"].append(g)
+        out["model"].append(model)
+    _empty_check(name, len(out["cpu"]), "every row lacks cpu_milli or memory_mib")
+    out["notes"] = [f"{name}: {dropped} node rows without cpu_milli/memory_mib dropped"] \
+        if dropped else []
+    return out
+
+
+def _read_v2023_pods(src: Any, phases: Sequence[str] | None, qos: Sequence[str] | None,
+                     constraints: bool) -> dict[str, Any]:
+    name = _display(src)
+    cpu = _Num(name, "cpu_milli", unit="milli-cores")
+    mem = _Num(name, "memory_mib", unit="MiB")
+    ngpu = _Num(name, "num_gpu", unit="GPU count")
+    mgpu = _Num(name, "gpu_milli", high=1000.0, unit="milli-GPUs of one GPU")
+    ctime = _Num(name, "creation_time", low=None, unit="s")
+    dtime = _Num(name, "deletion_time", low=None, unit="s")
+    needed = ["cpu_milli", "memory_mib", "num_gpu", "creation_time"]
+    if phases is not None:
+        needed.append("pod_phase")
+    if qos is not None:
+        needed.append("qos")
+    out: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
+    seen_phase: set[str] = set()
+    seen_qos: set[str] = set()
+    n_rows = dropped_empty = passed_phase = passed_qos = 0
+    for line, r in _rows(src, needed, None, ("gpu_milli", "gpu_spec", "deletion_time")):
+        n_rows += 1
+        if phases is not None:
+            seen_phase.add(r["pod_phase"])
+            if r["pod_phase"] not in phases:
+                continue
+        passed_phase += 1
+        if qos is not None:
+            seen_qos.add(r["qos"])
+            if r["qos"] not in qos:
+                continue
+        passed_qos += 1
+        t, c, m, n = (ctime(r["creation_time"], line), cpu(r["cpu_milli"], line),
+                      mem(r["memory_mib"], line), ngpu(r["num_gpu"], line))
+        if math.isnan(t) or math.isnan(c) or math.isnan(m):
+            dropped_empty += 1
+            continue
+        n = 0.0 if math.isnan(n) else n
+        g = n
+        if n == 1.0 and "gpu_milli" in r:
+            share = mgpu(r["gpu_milli"], line)
+            if not math.isnan(share) and share > 0:
+                g = share / 1000.0
+        d = dtime(r["deletion_time"], line) if "deletion_time" in r else math.nan
+        out["time"].append(t)
+        out["cpu"].append(c / 1000.0)
+        out["mem"].append(m / 1024.0)
+        out["gpu"].append(g)
+        out["spec"].append(_canon_spec(r.get("gpu_spec", "")) if constraints and g > 0 else "")
+        out["dur"].append(d - t)
+    if phases is not None:
+        _filter_check(name, "pod_phase", passed_phase, phases, seen_phase)
+    if qos is not None:
+        _filter_check(name, "qos", passed_qos, qos, seen_qos)
+    _empty_check(name, len(out["time"]), "every row lacks creation_time, cpu_milli or memory_mib")
+    notes = []
+    if dropped_empty:
+        notes.append(f"{name}: {dropped_empty} rows with an empty number dropped")
+    if phases is not None or qos is not None:
+        notes.append(f"{name}: kept {len(out['time'])} of {n_rows} rows "
+                     f"(pod_phase in {phases}, qos in {qos})")
+    out["notes"] = notes
+    return out
+
+
+def _make_trace(nodes: dict[str, Any], tasks: dict[str, Any], source: str) -> Trace:
+    return Trace(
+        node_cpu=np.asarray(nodes["cpu"]), node_mem=np.asarray(nodes["mem"]),
+        node_gpu=np.asarray(nodes["gpu"]),
+        node_model=np.asarray(nodes["model"], dtype=str).reshape(-1),
+        task_time=np.asarray(tasks["time"]), task_cpu=np.asarray(tasks["cpu"]),
+        task_mem=np.asarray(tasks["mem"]), task_gpu=np.asarray(tasks["gpu"]),
+        task_gpu_spec=np.asarray(tasks["spec"], dtype=str).reshape(-1),
+        task_duration=np.asarray(tasks["dur"]),
+        source=source, notes=(*nodes["notes"], *tasks["notes"]),
+    )
+
+
+def load_gpu_v2023(
+    node_file: str | os.PathLike[str],
+    pod_file: str | os.PathLike[str],
+    *,
+    phases: Sequence[str] | None = None,
+    qos: Sequence[str] | None = None,
+    constraints: bool = True,
+) -> Trace:
+    """Read Alibaba cluster-trace-gpu-v2023 files (``csv/openb_*.csv``, header required).
+
+    Args:
+        node_file: a node list, e.g. ``openb_node_list_all_node.csv`` (columns ``cpu_milli,
+            memory_mib, gpu, model``).
+        pod_file: a pod list, e.g. ``openb_pod_list_gpuspec33.csv`` (columns ``cpu_milli,
+            memory_mib, num_gpu, gpu_milli, creation_time``; optional ``gpu_spec``,
+            ``deletion_time``; ``pod_phase`` / ``qos`` when filtering on them).
+        phases: keep only pods whose ``pod_phase`` is listed (``None``: all, the default: a pod
+            that failed or is still pending was still submitted, i.e. an arrival).
+        qos: keep only pods whose ``qos`` is listed (``None``: all).
+        constraints: read ``gpu_spec`` (``False``: every task unconstrained, as in
+            ``openb_pod_list_default.csv``).
+    """
+    nodes = _read_v2023_nodes(node_file)
+    tasks = _read_v2023_pods(pod_file, phases, qos, constraints)
+    return _make_trace(nodes, tasks, f"Alibaba cluster-trace-gpu-v2023: {_display(node_file)}, "
+                                     f"{_display(pod_file)}")
+
+
+@lru_cache(maxsize=4)
+def load_sample(constraints: bool = True) -> Trace:
+    """The derived gpu-v2023 sample shipped in ``schedgym/data`` (1,523 nodes, 8,126 pods).
+
+    See ``schedgym/data/NOTICE.md`` for source, terms and the derivation. Cached: every call
+    returns the same immutable :class:`Trace`.
+    """
+    base = resources.files("schedgym.data")
+    nodes = _read_v2023_nodes(base.joinpath(SAMPLE_FILES[0]))
+    tasks = _read_v2023_pods(base.joinpath(SAMPLE_FILES[1]), None, None, constraints)
+    return _make_trace(nodes, tasks, "Alibaba cluster-trace-gpu-v2023 (schedgym sample: "
+                                     "openb_node_list_all_node + openb_pod_list_gpuspec33)")
+
+
+# ------------------------------------------------------------------- gpu-v2020
+def load_gpu_v2020(
+    machine_file: str | os.PathLike[str],
+    task_file: str | os.PathLike[str],
+    *,
+    statuses: Sequence[str] | None = ("Terminated",),
+    constraints: bool = True,
+) -> Trace:
+    """Read Alibaba cluster-trace-gpu-v2020 ``pai_machine_spec.csv`` and ``pai_task_table.csv``.
+
+    The upstream files have no header: columns are then taken in the documented order
+    (:data:`V2020_MACHINE_COLUMNS`, :data:`V2020_TASK_COLUMNS`); a file with a header naming them
+    also works. Tasks without ``start_time`` (never started) or without ``plan_cpu``/``plan_mem``
+    are dropped; an empty ``plan_gpu`` is 0. A task's ``gpu_type`` other than ``''``/``MISC``
+    constrains it to machines of that ``gpu_type`` (``constraints=False`` ignores it).
+
+    Args:
+        statuses: keep only tasks whose ``status`` is listed (default ``("Terminated",)``, the
+            tasks that completed; ``None``: all).
+    """
+    mname, tname = _display(machine_file), _display(task_file)
+    cpu = _Num(mname, "cap_cpu", unit="cores")
+    mem = _Num(mname, "cap_mem", unit="GB")
+    gpu = _Num(mname, "cap_gpu", unit="GPU count")
+    nodes: dict[str, list] = {"cpu": [], "mem": [], "gpu": [], "model": []}
+    nd = 0
+    for line, r in _rows(machine_file, ("cap_cpu", "cap_mem", "cap_gpu"), V2020_MACHINE_COLUMNS,
+                         ("gpu_type",)):
+        c, m, g = cpu(r["cap_cpu"], line), mem(r["cap_mem"], line), gpu(r["cap_gpu"], line)
+        if math.isnan(c) or math.isnan(m):
+            nd += 1
+            continue
+        g = 0.0 if math.isnan(g) else g
+        model = r.get("gpu_type", "")
+        nodes["cpu"].append(c)
+        nodes["mem"].append(m)
+        nodes["gpu"].append(g)
+        nodes["model"].append("" if g == 0 or model in _NAN_TOKENS else model)
+    _empty_check(mname, len(nodes["cpu"]), "every row lacks cap_cpu or cap_mem")
+    nodes["notes"] = [f"{mname}: {nd} machine rows without cap_cpu/cap_mem dropped"] if nd else []
+
+    pcpu = _Num(tname, "plan_cpu", unit="percent of a core (100 = 1 core)")
+    pmem = _Num(tname, "plan_mem", unit="GB")
+    pgpu = _Num(tname, "plan_gpu", unit="percent of a GPU (100 = 1 GPU)")
+    st = _Num(tname, "start_time", low=None, unit="s")
+    et = _Num(tname, "end_time", low=None, unit="s")
+    tasks: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
+    needed = ["start_time", "plan_cpu", "plan_mem"] + (["status"] if statuses is not None else [])
+    seen: set[str] = set()
+    n_rows = passed = dropped = 0
+    for line, r in _rows(task_file, needed, V2020_TASK_COLUMNS,
+                         ("end_time", "plan_gpu", "gpu_type")):
+        n_rows += 1
+        if statuses is not None:
+            seen.add(r["status"])
+            if r["status"] not in statuses:
+                continue
+        passed += 1
+        t, c, m = st(r["start_time"], line), pcpu(r["plan_cpu"], line), pmem(r["plan_mem"], line)
+        g = pgpu(r["plan_gpu"], line) if "plan_gpu" in r else 0.0
+        if math.isnan(t) or math.isnan(c) or math.isnan(m):
+            dropped += 1
+            continue
+        g = 0.0 if math.isnan(g) else g / 100.0
+        e = et(r["end_time"], line) if "end_time" in r else math.nan
+        tasks["time"].append(t)
+        tasks["cpu"].append(c / 100.0)
+        tasks["mem"].append(m)
+        tasks["gpu"].append(g)
+        tasks["spec"].append(_canon_spec(r.get("gpu_type", ""), ("MISC",))
+                             if constraints and g > 0 else "")
+        tasks["dur"].append(e - t)
+    if statuses is not None:
+        _filter_check(tname, "status", passed, statuses, seen)
+    _empty_check(tname, len(tasks["time"]), "every row lacks start_time, plan_cpu or plan_mem")
+    tasks["notes"] = [f"{tname}: kept {len(tasks['time'])} of {n_rows} task rows (status in "
+                      f"{statuses}; {dropped} without start_time/plan_cpu/plan_mem dropped)"]
+    return _make_trace(nodes, tasks, f"Alibaba cluster-trace-gpu-v2020: {mname}, {tname}")
+
+
+# ---------------------------------------------------------------------- v2018
+def load_v2018(
+    machine_file: str | os.PathLike[str],
+    task_file: str | os.PathLike[str],
+    *,
+    mem_gb_per_unit: float = 5.12,
+    statuses: Sequence[str] | None = ("Terminated",),
+) -> Trace:
+    """Read Alibaba cluster-trace-v2018 ``machine_meta.csv`` and ``batch_task.csv``.
+
+    Header-less upstream files use the documented column order (:data:`V2018_MACHINE_COLUMNS`,
+    :data:`V2018_TASK_COLUMNS`). ``machine_meta`` has one row per machine *event*: the first row
+    of each ``machine_id`` gives its ``cpu_num`` and ``mem_size``. Memory is normalised to
+    [0, 100] in this trace; ``mem_gb_per_unit`` converts it to GB (default 5.12, i.e. the largest
+    machine = 512 GB, spec ogasched §6.2 item 1). There are no GPUs. Tasks without ``start_time``,
+    ``plan_cpu`` or ``plan_mem`` are dropped.
+
+    Args:
+        statuses: keep only tasks whose ``status`` is listed (default ``("Terminated",)``).
+    """
+    if not (isinstance(mem_gb_per_unit, (int, float)) and math.isfinite(mem_gb_per_unit)
+            and mem_gb_per_unit > 0):
+        raise ValueError(f"mem_gb_per_unit={mem_gb_per_unit!r} is invalid: must be a finite "
+                         "number > 0")
+    mname, tname = _display(machine_file), _display(task_file)
+    cpu = _Num(mname, "cpu_num", unit="cores")
+    mem = _Num(mname, "mem_size", high=100.0, unit="normalised memory in [0, 100]")
+    nodes: dict[str, list] = {"cpu": [], "mem": [], "gpu": [], "model": []}
+    seen_ids: set[str] = set()
+    nd = 0
+    for line, r in _rows(machine_file, ("cpu_num", "mem_size"), V2018_MACHINE_COLUMNS,
+                         ("machine_id",)):
+        mid = r.get("machine_id", f"line{line}")
+        if mid in seen_ids:
+            continue
+        c, m = cpu(r["cpu_num"], line), mem(r["mem_size"], line)
+        if math.isnan(c) or math.isnan(m):
+            nd += 1
+            continue
+        seen_ids.add(mid)
+        nodes["cpu"].append(c)
+        nodes["mem"].append(m * mem_gb_per_unit)
+        nodes["gpu"].append(0.0)
+        nodes["model"].append("")
+    _empty_check(mname, len(nodes["cpu"]), "every row lacks cpu_num or mem_size")
+    nodes["notes"] = [f"{mname}: {len(nodes['cpu'])} machines (first row per machine_id); "
+                      f"{nd} rows without cpu_num/mem_size skipped"]
+
+    pcpu = _Num(tname, "plan_cpu", unit="percent of a core (100 = 1 core)")
+    pmem = _Num(tname, "plan_mem", high=100.0, unit="normalised memory in [0, 100]")
+    st = _Num(tname, "start_time", low=None, unit="s")
+    et = _Num(tname, "end_time", low=None, unit="s")
+    tasks: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
+    needed = ["start_time", "plan_cpu", "plan_mem"] + (["status"] if statuses is not None else [])
+    seen: set[str] = set()
+    n_rows = passed = dropped = 0
+    for line, r in _rows(task_file, needed, V2018_TASK_COLUMNS, ("end_time",)):
+        n_rows += 1
+        if statuses is not None:
+            seen.add(r["status"])
+            if r["status"] not in statuses:
+                continue
+        passed += 1
+        t, c, m = st(r["start_time"], line), pcpu(r["plan_cpu"], line), pmem(r["plan_mem"], line)
+        if math.isnan(t) or math.isnan(c) or math.isnan(m):
+            dropped += 1
+            continue
+        e = et(r["end_time"], line) if "end_time" in r else math.nan
+        tasks["time"].append(t)
+        tasks["cpu"].append(c / 100.0)
+        tasks["mem"].append(m * mem_gb_per_unit)
+        tasks["gpu"].append(0.0)
+        tasks["spec"].append("")
+        tasks["dur"].append(e - t)
+    if statuses is not None:
+        _filter_check(tname, "status", passed, statuses, seen)
+    _empty_check(tname, len(tasks["time"]), "every row lacks start_time, plan_cpu or plan_mem")
+    tasks["notes"] = [f"{tname}: kept {len(tasks['time'])} of {n_rows} task rows (status in "
+                      f"{statuses}; {dropped} without start_time/plan_cpu/plan_mem dropped)"]
+    return _make_trace(nodes, tasks, f"Alibaba cluster-trace-v2018: {mname}, {tname}")
+
