@@ -1,7 +1,8 @@
 """Build any agent by name: ``agents.make(name, env, **kw)``.
 
 Classical agents register themselves with :func:`register`; learned agents are loaded from a
-Stable-Baselines3 zip with ``"ALGO:path/to/model.zip"`` (``ppo``, ``sac``, ``td3``, ``a2c``, ``dqn``).
+Stable-Baselines3 zip with ``"ALGO:path/to/model.zip"`` (``ppo``, ``sac``, ``td3``, ``a2c``,
+``dqn``).
 """
 
 from __future__ import annotations

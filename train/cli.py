@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         "classical and learned agents, train SB3 learners, reproduce the papers.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, mod in SUBCOMMANDS.items():
+    for _name, mod in SUBCOMMANDS.items():
         try:
             module = importlib.import_module(mod)
         except ModuleNotFoundError as exc:

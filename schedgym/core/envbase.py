@@ -23,8 +23,7 @@ def frac_box(n: int, high: float = 1.0) -> spaces.Box:
 def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
     """Return ``action`` as a float64 vector of length ``size``; raise on wrong shape or NaN/inf.
 
-    Accepts any array whose total size is ``size`` and which has at most one non-singleton
-    dimension... or exactly the flat shape; a mismatch raises ``ValueError`` naming the shapes.
+    A shape other than ``(size,)`` raises ``ValueError`` naming both shapes.
     """
     try:
         arr = np.asarray(action, dtype=np.float64)
@@ -35,7 +34,7 @@ def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
         ) from None
     if arr.shape != (size,):
         raise ValueError(f"{name} has shape {arr.shape}: must have shape ({size},)")
-    if not np.all(np.isfinite(arr)):
+    if not (np.isfinite(arr.min()) and np.isfinite(arr.max())):  # NaN/inf propagate to min/max
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise ValueError(
             f"{name} contains a non-finite entry (index {bad}: {arr[bad]!r}): every entry must "
@@ -47,8 +46,10 @@ def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
 def clip_unit(action: np.ndarray) -> tuple[np.ndarray, float]:
     """Clip to [-1, 1] (the documented treatment of out-of-box actions); returns the amount moved
     (max absolute change)."""
+    if action.size == 0 or (action.min() >= -1.0 and action.max() <= 1.0):
+        return action, 0.0
     clipped = np.clip(action, -1.0, 1.0)
-    return clipped, float(np.max(np.abs(clipped - action), initial=0.0))
+    return clipped, float(np.max(np.abs(clipped - action)))
 
 
 def decode_unit(action: np.ndarray, upper: np.ndarray) -> np.ndarray:

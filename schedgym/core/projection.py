@@ -7,9 +7,10 @@ OgaSched's feasible set is a product over (instance, resource) pairs of
 :func:`project_capped_simplex` computes the **exact** projection for a whole batch of groups at once
 (spec §3.4.2). The solution is ``v(theta) = clip(z - theta, 0, a)`` with ``theta >= 0`` the smallest
 value with ``g(theta) = sum_i clip(z_i - theta, 0, a_i) <= c``. ``g`` is continuous, piecewise
-linear and non-increasing with breakpoints ``{z_i - a_i} U {z_i}``; we sort the breakpoints of every
-group, integrate the slope to get ``g`` at each breakpoint, locate the segment that crosses ``c``
-and solve the linear equation on it. Cost ``O(n log n)`` per group, no Python loop over groups.
+linear and non-increasing with breakpoints ``{z_i - a_i} U {z_i}``; we find the two consecutive
+breakpoints whose ``g`` values straddle ``c`` and solve the linear equation between them. Small
+groups (``n <= SMALL_GROUP``) evaluate ``g`` at every breakpoint (``O(n^2)``, no sort); larger
+ones sort the slope events and integrate (``O(n log n)``). No Python loop over groups.
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -23,6 +24,77 @@ finite ``z``); padded entries always come out as 0.
 from __future__ import annotations
 
 import numpy as np
+
+#: Groups of at most this many entries use the sort-free O(n^2) path (faster for small n).
+SMALL_GROUP = 16
+
+
+def _theta_small(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray) -> np.ndarray:
+    """theta for groups with ``g(0) > c``: evaluate g at every breakpoint (no sort).
+
+    Inputs in the (entries, groups) layout ``(n, G)``, C-contiguous. g is non-increasing, so the
+    largest breakpoint ``lo`` with ``g > c`` and the smallest ``hi`` with ``g <= c`` are
+    consecutive, g is linear between them, ``g(lo)`` is the smallest value above c and ``g(hi)``
+    the largest value at most c.
+    """
+    bp = np.maximum(np.concatenate([zt - at, zt], axis=0), 0.0)  # (2n, G)
+    g = np.zeros_like(bp)
+    for i in range(zt.shape[0]):  # n <= SMALL_GROUP: a short loop over long vectors
+        g += np.minimum(np.maximum(zt[i] - bp, 0.0), at[i])
+    above = g > cc
+    lo = np.where(above, bp, 0.0).max(axis=0)  # 0 when no breakpoint is above (g(0) = g0 > c)
+    glo = np.minimum(np.where(above, g, np.inf).min(axis=0), g0)
+    hi = np.where(above, np.inf, bp).min(axis=0)
+    ghi = np.where(above, -np.inf, g).max(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = lo + (glo - cc) * (hi - lo) / (glo - ghi)
+    return np.where(glo > ghi, theta, hi)
+
+
+def _theta_sorted(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray) -> np.ndarray:
+    """theta for groups with ``g(0) > c`` by sorting the slope events (O(n log n)); (n, G)."""
+    # Slope events: -1 at max(z - a, 0) (entry leaves its cap), +1 at max(z, 0) (hits zero).
+    act = (at > 0).astype(np.float64)
+    pos = np.maximum(np.concatenate([zt - at, zt], axis=0), 0.0)  # (2n, G)
+    w = np.concatenate([-act, act], axis=0)
+    order = np.argsort(pos, axis=0, kind="stable")
+    pos = np.take_along_axis(pos, order, axis=0)
+    w = np.take_along_axis(w, order, axis=0)
+    slope = np.cumsum(w, axis=0)  # slope of g just after each event
+    # g at each event position; g is constant (= g0) on [0, pos[0]].
+    seg = slope[:-1] * np.diff(pos, axis=0)
+    g = np.concatenate([g0[None], g0[None] + np.cumsum(seg, axis=0)], axis=0)
+    # first event j with g_j <= c; j >= 1 because g_0 = g0 > c.
+    below = g <= cc + 1e-12 * np.maximum(1.0, cc)
+    below[-1] = True  # g(max z) = 0 <= c; guards against rounding
+    j = np.maximum(np.argmax(below, axis=0), 1)
+    cols = np.arange(len(j))
+    lo, glo = pos[j - 1, cols], g[j - 1, cols]
+    sl = slope[j - 1, cols]  # slope on [pos[j-1], pos[j]] (< 0 there)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sl < 0, lo + (glo - cc) / -sl, pos[j, cols])
+
+
+def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Exact projection in the (entries, groups) layout: column ``g`` of ``zt`` ``(n, G)`` onto
+    ``{0 <= v <= at[:, g], sum v <= c[g]}``. The fast path for callers that keep this layout."""
+    v = np.minimum(np.maximum(zt, 0.0), at)
+    s0 = v.sum(axis=0)
+    need = np.flatnonzero(s0 > c)
+    if need.size:
+        zz = np.ascontiguousarray(zt[:, need])
+        aa = np.ascontiguousarray(at[:, need])
+        cc = c[need]
+        theta = (_theta_small if zt.shape[0] <= SMALL_GROUP else _theta_sorted)(
+            zz, aa, cc, s0[need]
+        )
+        vv = np.minimum(np.maximum(zz - theta, 0.0), aa)
+        tot = vv.sum(axis=0)
+        over = tot > cc
+        if over.any():  # remove rounding excess so that sum <= c holds exactly
+            vv *= np.where(over, cc / np.where(tot > 0, tot, 1.0) * (1.0 - 4e-16), 1.0)
+        v[:, need] = vv
+    return v
 
 
 def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -38,53 +110,17 @@ def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.nd
         (a final rescaling removes the last ulp of rounding excess).
     """
     z = np.asarray(z, dtype=np.float64)
-    a = np.asarray(a, dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
-    batch_shape = z.shape[:-1]
     n = z.shape[-1]
-    z2 = z.reshape(-1, n)
-    a2 = a.reshape(-1, n)
-    c2 = np.broadcast_to(c, batch_shape).reshape(-1)
-
-    v = np.clip(z2, 0.0, a2)
-    s0 = v.sum(axis=1)
-    need = s0 > c2
-    if need.any():
-        zz, aa, cc, g0 = z2[need], a2[need], c2[need], s0[need]
-        # Slope events: -1 at max(z - a, 0) (entry leaves its cap), +1 at max(z, 0) (hits zero).
-        active = aa > 0
-        pos = np.maximum(np.concatenate([zz - aa, zz], axis=1), 0.0)
-        act = active.astype(np.float64)
-        w = np.concatenate([-act, act], axis=1)
-        order = np.argsort(pos, axis=1, kind="stable")
-        pos = np.take_along_axis(pos, order, axis=1)
-        w = np.take_along_axis(w, order, axis=1)
-        slope = np.cumsum(w, axis=1)  # slope of g just after each event
-        # g at each event position; g is constant (= g0) on [0, pos[0]].
-        seg = slope[:, :-1] * np.diff(pos, axis=1)
-        g = np.concatenate([g0[:, None], g0[:, None] + np.cumsum(seg, axis=1)], axis=1)
-        # first event j with g_j <= c; j >= 1 because g_0 = g0 > c.
-        below = g <= cc[:, None] + 1e-12 * np.maximum(1.0, cc[:, None])
-        below[:, -1] = True  # g(max z) = 0 <= c; guards against rounding
-        j = np.argmax(below, axis=1)
-        j = np.maximum(j, 1)
-        rows = np.arange(len(j))
-        lo, glo = pos[rows, j - 1], g[rows, j - 1]
-        sl = slope[rows, j - 1]  # slope on [pos[j-1], pos[j]] (< 0 there)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            theta = np.where(sl < 0, lo + (glo - cc) / -sl, pos[rows, j])
-        vv = np.clip(zz - theta[:, None], 0.0, aa)
-        tot = vv.sum(axis=1)
-        over = tot > cc
-        if over.any():  # remove rounding excess so that sum <= c holds exactly
-            scale = np.where(over, cc / np.where(tot > 0, tot, 1.0), 1.0)
-            vv *= scale[:, None]
-        v[need] = vv
-    return v.reshape(z.shape)
+    zt = np.ascontiguousarray(z.reshape(-1, n).T)
+    at = np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(-1, n).T)
+    c = np.asarray(c, dtype=np.float64)
+    c2 = (c if c.shape == z.shape[:-1] else np.broadcast_to(c, z.shape[:-1])).reshape(-1)
+    return project_columns(zt, at, c2).T.reshape(z.shape)
 
 
 def project_paper(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
-    """The paper's projection procedure (Alg. 1 steps 6-30), for the ablation ``projection="paper"``.
+    """The paper's projection procedure (Alg. 1 steps 6-30), for the ablation
+    ``projection="paper"``.
 
     Same arguments as :func:`project_capped_simplex`; entries with ``a == 0`` in a row are treated
     as padding (not members of ``L_r``). Returns ``(v, inner_loop_repeats)``, the total number of

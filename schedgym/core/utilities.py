@@ -37,7 +37,9 @@ def family_codes(names: np.ndarray) -> np.ndarray:
     return out
 
 
-def _apply(codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, fns) -> np.ndarray:
+def _apply(codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray, fns) -> np.ndarray:
+    if np.ndim(codes) == 0:  # one family everywhere (the common case): no masking
+        return fns[int(codes)](*np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), y))
     codes, alpha, y = np.broadcast_arrays(codes, alpha, y)
     first = codes.flat[0] if codes.size else LINEAR
     if codes.size and np.all(codes == first):  # fast path: one family everywhere
@@ -53,7 +55,8 @@ def _apply(codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, fns) -> np.ndarr
 def value(
     codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, reciprocal_scale: float = 1.0
 ) -> np.ndarray:
-    """Utility ``f(y)`` elementwise (broadcasting ``codes``, ``alpha`` and ``y``)."""
+    """Utility ``f(y)`` elementwise (broadcasting ``codes``, ``alpha`` and ``y``; ``codes`` may be
+    a single int for one family everywhere)."""
     s = reciprocal_scale
     fns = (
         lambda a, v: a * v,
@@ -78,6 +81,8 @@ def derivative(
     return _apply(codes, alpha, np.asarray(y, dtype=np.float64), fns)
 
 
-def slope_at_zero(codes: np.ndarray, alpha: np.ndarray, reciprocal_scale: float = 1.0) -> np.ndarray:
+def slope_at_zero(
+    codes: np.ndarray, alpha: np.ndarray, reciprocal_scale: float = 1.0
+) -> np.ndarray:
     """``varpi = f'(0)``, the bound on the derivative used by the regret theorem."""
     return derivative(codes, alpha, np.zeros(np.shape(alpha)), reciprocal_scale)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from schedgym.core import utilities
-from schedgym.core.projection import project_capped_simplex, project_paper
+from schedgym.core.projection import project_columns, project_paper
 from schedgym.envs.gain_overhead.instance import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -43,7 +43,8 @@ def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
-    f = utilities.value(inst.edge_codes, inst.edge_alpha, y, inst.reciprocal_scale)
+    codes = inst.single_family if inst.single_family is not None else inst.edge_codes
+    f = utilities.value(codes, inst.edge_alpha, y, inst.reciprocal_scale)
     type_gain = inst.type_incidence @ f.sum(axis=1)
     weighted = type_totals(inst, y) * inst.beta  # (L, K)
     k_star = np.argmax(weighted, axis=1)  # first maximum = lowest index on ties
@@ -64,28 +65,35 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
     ``dq/dy_(l,r)^k = x_l (f_r^k'(y) - beta_k 1{k == k*_l})`` with ``k*_l`` the lowest-index
     maximiser of ``beta_k Y_l^k`` (applied to every channel of type ``l``).
     """
-    g = utilities.derivative(inst.edge_codes, inst.edge_alpha, y, inst.reciprocal_scale)
+    codes = inst.single_family if inst.single_family is not None else inst.edge_codes
+    g = utilities.derivative(codes, inst.edge_alpha, y, inst.reciprocal_scale)
     k_star = np.argmax(type_totals(inst, y) * inst.beta, axis=1)
     ks_e = k_star[inst.edge_type]
     g[np.arange(inst.n_edges), ks_e] -= inst.beta[ks_e]
     return g * x[inst.edge_type][:, None]
 
 
-def _grouped(inst: GainOverheadInstance, y: np.ndarray):
-    """Gather ``y`` (E, K) into padded groups ``(R, K, D)`` with caps and capacities."""
-    slots = inst.instance_slots  # (R, D)
-    valid = slots >= 0
-    idx = np.where(valid, slots, 0)
-    zg = np.where(valid[:, :, None], y[idx], 0.0).transpose(0, 2, 1)  # (R, K, D)
-    ag = np.where(valid[:, :, None], inst.edge_caps[idx], 0.0).transpose(0, 2, 1)
-    return zg, ag, valid, idx
+def _gather(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
+    """``y`` (E, K) -> groups in the (entries, groups) layout ``(D, R*K)``; padding holds
+    arbitrary values (mask with ``inst.group_valid``, or rely on its zero caps)."""
+    return np.asarray(y, dtype=np.float64).ravel()[inst.group_gather]
 
 
-def _scatter(inst: GainOverheadInstance, vg: np.ndarray, valid: np.ndarray, idx: np.ndarray):
-    out = np.zeros((inst.n_edges, inst.n_resources))
-    v = vg.transpose(0, 2, 1)  # (R, D, K)
-    out[idx[valid]] = v[valid]
-    return out
+def project_grouped(
+    inst: GainOverheadInstance, z: np.ndarray, method: str = "exact"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Projection of ``z`` (E, K) onto Y; returns ``(y (E, K), load (R, K))`` where ``load`` is
+    the per-instance usage ``sum_{l in L_r} y``. See :func:`project`."""
+    zt = _gather(inst, z)
+    if method == "exact":
+        vt = project_columns(zt, inst.group_caps, inst.capacities.ravel())
+    elif method == "paper":
+        v, _ = project_paper(zt.T, inst.group_caps.T, inst.capacities.ravel())
+        vt = np.ascontiguousarray(v.T)
+    else:
+        raise ValueError(f"method={method!r} is invalid: must be one of 'exact', 'paper'")
+    y = vt.ravel()[inst.group_scatter].reshape(inst.n_edges, inst.n_resources)
+    return y, vt.sum(axis=0).reshape(inst.n_instances, inst.n_resources)
 
 
 def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") -> np.ndarray:
@@ -95,30 +103,23 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
     procedure (spec §3.4.1, an ablation; may be infeasible, see
     :func:`schedgym.core.projection.project_paper`).
     """
-    zg, ag, valid, idx = _grouped(inst, np.asarray(z, dtype=np.float64))
-    if method == "exact":
-        vg = project_capped_simplex(zg, ag, inst.capacities)
-    elif method == "paper":
-        vg, _ = project_paper(zg, ag, inst.capacities)
-    else:
-        raise ValueError(f"method={method!r} is invalid: must be one of 'exact', 'paper'")
-    return _scatter(inst, vg, valid, idx)
+    return project_grouped(inst, z, method)[0]
 
 
 def instance_load(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     """``sum_{l in L_r} y_(l,r)^k``, shape ``(R, K)``, resource units."""
-    slots = inst.instance_slots
-    valid = slots >= 0
-    return np.where(valid[:, :, None], np.asarray(y)[np.where(valid, slots, 0)], 0.0).sum(axis=1)
+    g = np.where(inst.group_valid, _gather(inst, y), 0.0)
+    return g.sum(axis=0).reshape(inst.n_instances, inst.n_resources)
+
+
+def utilization_from_load(inst: GainOverheadInstance, load: np.ndarray) -> np.ndarray:
+    """Fraction of each capacity in use, ``(R, K)`` in [0, 1] (0 where the capacity is 0)."""
+    return np.minimum(load * inst.inverse_capacities, 1.0)
 
 
 def utilization(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     """Fraction of each capacity in use, ``(R, K)`` in [0, 1] (0 where the capacity is 0)."""
-    cap = inst.capacities
-    load = instance_load(inst, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = np.where(cap > 0, load / np.where(cap > 0, cap, 1.0), 0.0)
-    return np.clip(u, 0.0, 1.0)
+    return utilization_from_load(inst, instance_load(inst, y))
 
 
 def feasibility_violation(inst: GainOverheadInstance, y: np.ndarray) -> float:

@@ -49,7 +49,8 @@ class GainOverheadEnv(gym.Env):
     ``[0, a_l^k]`` and then projected **exactly** (Euclidean) onto the feasible set Y, so every
     action is valid. Entries outside ``[-1, 1]`` are clipped first (``info["action_clip"]``);
     NaN/inf or a wrong shape raise ``ValueError``. ``encode_action(allocation)`` and
-    ``decode_action(action)`` convert between actions and allocations ``(|E|, K)`` in resource units.
+    ``decode_action(action)`` convert between actions and allocations ``(|E|, K)`` in resource
+    units.
 
     ## Observation Space
     ``Dict`` of 1-D float32 boxes (use ``FlattenObservation`` for an ``MlpPolicy``):
@@ -137,6 +138,8 @@ class GainOverheadEnv(gym.Env):
         L, R, K, E = (instance.n_types, instance.n_instances, instance.n_resources,
                       instance.n_edges)
         self._upper = instance.edge_caps.reshape(-1)  # (E*K,)
+        self._half_upper = 0.5 * self._upper
+        self._n_positive_caps = max(int((instance.capacities > 0).sum()), 1)
         self.action_space = unit_box(E * K)
         self.observation_space = spaces.Dict(
             {"arrivals": frac_box(L), "utilization": frac_box(R * K), "progress": frac_box(1)}
@@ -203,12 +206,12 @@ class GainOverheadEnv(gym.Env):
         inst = self.instance
         a = validate_action(action, self.action_space.shape[0])
         a, clip = clip_unit(a)
-        z = decode_unit(a, self._upper).reshape(inst.n_edges, inst.n_resources)
-        y = dynamics.project(inst, z)
+        z = ((a + 1.0) * self._half_upper).reshape(inst.n_edges, inst.n_resources)
+        y, load = dynamics.project_grouped(inst, z)
         dist = float(np.linalg.norm(y - z))
         x = self._arrivals[self._t]
         parts = dynamics.reward_parts(inst, x, y)
-        util = dynamics.utilization(inst, y)
+        util = dynamics.utilization_from_load(inst, load)
         self._util = util.reshape(-1)
         self._last_alloc = y
         info = {
@@ -218,8 +221,7 @@ class GainOverheadEnv(gym.Env):
             "arrivals": x.copy(),
             "projection_distance": dist,
             "action_clip": clip,
-            "utilization": float(util[inst.capacities > 0].mean()) if
-            (inst.capacities > 0).any() else 0.0,
+            "utilization": float(util.sum() / self._n_positive_caps),
             "slot": self._t,
         }
         self._t += 1

@@ -74,7 +74,9 @@ class GainOverheadInstance:
         req = check_array("requests", self.requests, shape=(None, None), low=0.0)
         L, K = req.shape
         if L < 1 or K < 1:
-            raise ValueError(f"requests has shape {req.shape}: needs at least 1 type and 1 resource")
+            raise ValueError(
+                f"requests has shape {req.shape}: needs at least 1 type and 1 resource"
+            )
         cap = check_array("capacities", self.capacities, shape=(None, K), low=0.0)
         R = cap.shape[0]
         if R < 1:
@@ -191,6 +193,53 @@ class GainOverheadInstance:
         pos = np.arange(self.n_edges) - np.repeat(starts, deg)
         out[self.edge_instance[order], pos] = order
         return _readonly(out)
+
+    @cached_property
+    def group_gather(self) -> np.ndarray:
+        """int ``(D, R*K)``: flat index into ``y.ravel()`` of entry ``d`` of group ``(r, k)``
+        (column ``r*K + k``); padding points at index 0 and is neutralised by a zero cap in
+        :attr:`group_caps` (and must be masked with :attr:`group_valid` when summing raw values).
+
+        The (entries, groups) layout keeps the batched projection's numpy loops long.
+        """
+        K = self.n_resources
+        slots = self.instance_slots  # (R, D)
+        flat = np.where(slots[:, :, None] >= 0, slots[:, :, None] * K + np.arange(K), -1)
+        flat = np.where(flat >= 0, flat, 0)  # (R, D, K)
+        return _readonly(np.ascontiguousarray(flat.transpose(1, 0, 2).reshape(slots.shape[1], -1)))
+
+    @cached_property
+    def group_valid(self) -> np.ndarray:
+        """bool ``(D, R*K)``: False at the padding of :attr:`group_gather`."""
+        slots = self.instance_slots
+        v = np.repeat((slots >= 0)[:, :, None], self.n_resources, axis=2)
+        return _readonly(np.ascontiguousarray(v.transpose(1, 0, 2).reshape(slots.shape[1], -1)))
+
+    @cached_property
+    def group_caps(self) -> np.ndarray:
+        """float ``(D, R*K)``: per-channel caps in the :attr:`group_gather` layout (0 = padding)."""
+        return _readonly(np.where(self.group_valid, self.edge_caps.ravel()[self.group_gather], 0.0))
+
+    @cached_property
+    def group_scatter(self) -> np.ndarray:
+        """int ``(E*K,)``: position of each flat allocation entry in ``group_gather.ravel()``."""
+        g = self.group_gather.ravel()
+        out = np.empty(self.n_edges * self.n_resources, dtype=np.int64)
+        valid = self.group_valid.ravel()
+        out[g[valid]] = np.flatnonzero(valid)
+        return _readonly(out)
+
+    @cached_property
+    def inverse_capacities(self) -> np.ndarray:
+        """float ``(R, K)``: ``1 / c_r^k`` (0 where the capacity is 0)."""
+        c = self.capacities
+        return _readonly(np.divide(1.0, c, out=np.zeros_like(c), where=c > 0))
+
+    @cached_property
+    def single_family(self) -> int | None:
+        """The utility family code when every (instance, resource) uses the same one."""
+        codes = self.utility_codes
+        return int(codes.flat[0]) if np.all(codes == codes.flat[0]) else None
 
     @cached_property
     def varpi(self) -> np.ndarray:

@@ -1,0 +1,58 @@
+"""Small statistics helpers for result tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """Mean and half-width of the two-sided Student-t confidence interval (``nan`` if n < 2)."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+    if x.size == 0:
+        return float("nan"), float("nan")
+    if x.size == 1:
+        return float(x[0]), float("nan")
+    from scipy import stats
+
+    half = stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return float(x.mean()), float(half)
+
+
+def fmt_ci(mean: float, half: float, digits: int = 4) -> str:
+    """``"1.234e+03 ± 5.6"``-style compact formatting with a sensible number of digits."""
+    if not math.isfinite(mean):
+        return "n/a"
+    def f(v: float) -> str:
+        a = abs(v)
+        if a != 0 and (a >= 1e6 or a < 1e-3):
+            return f"{v:.{digits - 1}e}"
+        return f"{v:,.{max(digits - 1 - int(math.floor(math.log10(a))) if a else digits, 0)}f}" \
+            if a < 10 ** digits else f"{v:,.0f}"
+    return f(mean) if not math.isfinite(half) else f"{f(mean)} ± {f(half)}"
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` -> [0..4]; ``"1,3,7"``; ``"0-2,10"``."""
+    seeds: list[int] = []
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        try:
+            if "-" in part:
+                lo, hi = (int(p) for p in part.split("-", 1))
+                if hi < lo or lo < 0:
+                    raise ValueError
+                seeds.extend(range(lo, hi + 1))
+            else:
+                v = int(part)
+                if v < 0:
+                    raise ValueError
+                seeds.append(v)
+        except ValueError:
+            raise ValueError(
+                f"seeds={text!r} is invalid: must be non-negative integers or ranges like 0-4,7"
+            ) from None
+    if not seeds:
+        raise ValueError(f"seeds={text!r} is invalid: no seed given")
+    return list(dict.fromkeys(seeds))
