@@ -20,5 +20,10 @@ register("hauf", "agents.baselines.fluctuating_speed:HAUF", _FS)
 register("lcf", "agents.baselines.fluctuating_speed:LCF", _FS)
 register("lwtf", "agents.baselines.fluctuating_speed:LWTF", _FS)
 register("oracle", "agents.baselines.fluctuating_speed:Oracle", _FS)
+_DW = ("schedgym/DeadlineWelfare-v0",)
+register("onsocmax", "agents.onsocmax:OnSocMax", _DW)
+register("max-first", "agents.baselines.deadline_welfare:MaxFirst", _DW)
+register("equal-share", "agents.baselines.deadline_welfare:EqualShare", _DW)
+register("jsq", "agents.baselines.deadline_welfare:JSQ", _DW)
 
 __all__ = ["Agent", "make", "names", "register"]

@@ -150,3 +150,62 @@ def marginal_bounds(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[float, f
     hi = utility_derivative(code, jobs.coef[m], np.full(lo.shape, delta)) + b
     iota, v = float(lo.min()), float(hi.max())
     return iota, max(v, iota)
+
+
+@dataclass(frozen=True)
+class ObservedJob:
+    """The arriving job as an agent sees it in one observation, restricted to its ``m`` units.
+
+    Attributes:
+        units: int ``(m,)``, flat unit indices ``r * T + t`` of ℛ_n.
+        workload: ρ_n.  family: utility family code.
+        capability, coef, weight, usage, capacity: float64 ``(m,)`` on those units.
+        remaining: ``max(0, min(x̄, C - ω))`` per unit, the most the job can get there.
+        bounds: ``(ι, v)`` from the observation.
+        n_units: ``R * T``.
+    """
+
+    units: np.ndarray
+    workload: float
+    family: int
+    capability: np.ndarray
+    coef: np.ndarray
+    weight: np.ndarray
+    usage: np.ndarray
+    capacity: np.ndarray
+    remaining: np.ndarray
+    bounds: tuple[float, float]
+    n_units: int
+    arrival: int
+
+    def scatter(self, x: np.ndarray) -> np.ndarray:
+        """Dispatch on the job's units ``(m,)`` -> flat dispatch ``(R * T,)``."""
+        out = np.zeros(self.n_units)
+        out[self.units] = x
+        return out
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        """Dispatch ``(m,)`` in workload units -> the env's float32 action ``(R * T,)``
+        (``2 x / x̄ - 1`` on the job's units, ``-1`` elsewhere)."""
+        a = -np.ones(self.n_units)
+        a[self.units] = 2.0 * np.clip(x, 0.0, self.capability) / self.capability - 1.0
+        return np.clip(a, -1.0, 1.0).astype(np.float32)
+
+
+def observed_job(obs: dict[str, np.ndarray]) -> ObservedJob:
+    """Parse one (unbatched) DeadlineWelfare-v0 observation into an :class:`ObservedJob`."""
+    allowed = np.asarray(obs["allowed"]) > 0.5
+    units = np.flatnonzero(allowed)
+    cap = np.asarray(obs["capability"], dtype=np.float64)[units]
+    usage = np.asarray(obs["usage"], dtype=np.float64)[units]
+    capacity = np.asarray(obs["capacity"], dtype=np.float64)[units]
+    fam = int(np.argmax(obs["utility_family"]))
+    b = np.asarray(obs["bounds"], dtype=np.float64)
+    return ObservedJob(
+        units=units, workload=float(obs["workload"][0]), family=fam, capability=cap,
+        coef=np.asarray(obs["utility_coef"], dtype=np.float64)[units],
+        weight=np.asarray(obs["cluster_weight"], dtype=np.float64)[units], usage=usage,
+        capacity=capacity, remaining=np.maximum(0.0, np.minimum(cap, capacity - usage)),
+        bounds=(float(b[0]), float(b[1])), n_units=int(allowed.size),
+        arrival=int(round(float(obs["window"][0]))),
+    )

@@ -1,0 +1,170 @@
+"""The handcrafted online baselines of DeadlineWelfare-v0 (OnSocMax paper §V and its journal
+version): MAX-FIRST, EQUAL-SHARE and JSQ, arrival-driven (spec onsocmax §5).
+
+Each decides the arriving job's dispatch at once from the observation, with the job's per-unit
+room ``cap_r = max(0, min(x̄_nr, C_r - ω_r))`` on its units ℛ_n; all respect (4)-(7).
+
+- **MAX-FIRST** (§5.1): greedily give the unit with the largest *myopic welfare*
+  ``f(u) + β u / C`` of its next piece ``u = min(cap_r, remaining workload)``, until the workload
+  or the units run out (ties: earliest slot, then lowest instance).
+- **EQUAL-SHARE** (§5.2): spread the workload evenly over the job's units by water-filling
+  (``x_r = min(s, cap_r)`` with ``Σ x = ρ``), or ``variant="simple"``: ``min(ρ/|ℛ_n|, cap_r)``.
+- **JSQ** (join the shortest queue, journal version): each infinitesimal piece of work goes to the
+  job's least-loaded unit. Its fluid limit is water-filling of the *load*: units are raised to a
+  common utilisation level ``L`` (``x_r = clip(L C_r - ω_r, 0, cap_r)``, ``load="relative"``,
+  default) or common absolute usage (``x_r = clip(L - ω_r, 0, cap_r)``, ``load="absolute"``)
+  with ``Σ x = ρ`` (or everything when the units cannot hold ρ).
+
+:func:`simulate_slot_policy` runs the optional slot-driven (node-centric) readings of §5.3
+outside the env: they need every job of a slot before deciding it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents.base import Agent
+from schedgym.core.validation import check_choice
+from schedgym.envs.deadline_welfare.dynamics import ObservedJob, observed_job, utility
+from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+
+
+def waterfill(start: np.ndarray, end: np.ndarray, weight: np.ndarray,
+              total: float) -> np.ndarray:
+    """Amounts ``weight_r * clip(L - start_r, 0, end_r - start_r)`` with the level ``L`` chosen
+    so they sum to ``total`` (all of ``weight * (end - start)`` if that is smaller). Exact:
+    the sum is piecewise linear in ``L``; it is evaluated at every breakpoint and interpolated.
+    """
+    start = np.asarray(start, dtype=np.float64)
+    end = np.maximum(np.asarray(end, dtype=np.float64), start)
+    weight = np.asarray(weight, dtype=np.float64)
+    room = weight * (end - start)
+    if room.sum() <= total:
+        return room
+    if total <= 0:
+        return np.zeros_like(room)
+    bps = np.unique(np.concatenate([start, end]))
+    g = (weight * np.clip(bps[:, None] - start, 0.0, end - start)).sum(axis=1)
+    j = int(np.searchsorted(g, total))  # g non-decreasing; g[j-1] < total <= g[j]
+    j = min(max(j, 1), bps.size - 1)
+    l0, l1, g0, g1 = bps[j - 1], bps[j], g[j - 1], g[j]
+    level = l0 + (total - g0) / (g1 - g0) * (l1 - l0) if g1 > g0 else l1
+    x = weight * np.clip(level - start, 0.0, end - start)
+    s = x.sum()
+    return x * (total / s) if s > total else x
+
+
+class _MeshBaseline(Agent):
+    """Shared plumbing: parse the observation, decide on the job's units, encode the action."""
+
+    def decide(self, job: ObservedJob) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _act(self, obs: dict[str, np.ndarray], state: Any, deterministic: bool) -> np.ndarray:
+        job = observed_job(obs)
+        x = self.decide(job) if job.units.size else np.zeros(0)
+        return job.encode(x)
+
+
+class MaxFirst(_MeshBaseline):
+    """MAX-FIRST, arrival-driven (spec §5.1): greedy by the myopic welfare of each unit's next
+    piece ``f(u) + β u / C``, ``u = min(cap_r, remaining)``; ties: earliest slot, lowest
+    instance."""
+
+    name = "max-first"
+
+    def decide(self, job: ObservedJob) -> np.ndarray:
+        T = self.instance.horizon
+        cap = job.remaining
+        b = job.weight / job.capacity
+        order_key = (job.units % T) * self.instance.n_instances + job.units // T  # (t, k)
+        x = np.zeros(cap.size)
+        avail = cap > 1e-12
+        rem = job.workload
+        while rem > 1e-12 and avail.any():
+            u = np.minimum(cap, rem)
+            h = utility(job.family, job.coef, u) + b * u
+            h = np.where(avail, h, -np.inf)
+            best = np.flatnonzero(h == h.max())
+            r = best[np.argmin(order_key[best])]
+            x[r] = u[r]
+            rem -= u[r]
+            avail[r] = False
+        return x
+
+
+class EqualShare(_MeshBaseline):
+    """EQUAL-SHARE, arrival-driven (spec §5.2): water-filling ``x_r = min(s, cap_r)``,
+    ``Σ x = ρ`` (``variant="waterfill"``, default) or ``min(ρ / |ℛ_n|, cap_r)``
+    (``variant="simple"``, no redistribution)."""
+
+    name = "equal-share"
+
+    def __init__(self, env: Any, variant: str = "waterfill") -> None:
+        super().__init__(env)
+        self.variant = check_choice("variant", variant, ("waterfill", "simple"))
+
+    def decide(self, job: ObservedJob) -> np.ndarray:
+        cap = job.remaining
+        if self.variant == "simple":
+            return np.minimum(job.workload / cap.size, cap)
+        return waterfill(np.zeros_like(cap), cap, np.ones_like(cap), job.workload)
+
+
+class JSQ(_MeshBaseline):
+    """Join-the-shortest-queue, fluid form: water-filling of the units' load, so the job's work
+    goes to its least-loaded units first and raises them to a common level. ``load="relative"``
+    (default): level = utilisation ω/C; ``load="absolute"``: level = usage ω."""
+
+    name = "jsq"
+
+    def __init__(self, env: Any, load: str = "relative") -> None:
+        super().__init__(env)
+        self.load = check_choice("load", load, ("relative", "absolute"))
+
+    def decide(self, job: ObservedJob) -> np.ndarray:
+        cap = job.remaining
+        if self.load == "relative":
+            C = job.capacity
+            return waterfill(job.usage / C, (job.usage + cap) / C, C, job.workload)
+        return waterfill(job.usage, job.usage + cap, np.ones_like(cap), job.workload)
+
+
+def simulate_slot_policy(inst: DeadlineWelfareInstance, jobs: Jobs, rule: str) -> np.ndarray:
+    """The slot-driven (node-centric) baselines of spec §5.3, run outside the env.
+
+    For every slot ``t`` and instance ``r`` in order, the jobs whose window holds ``t``, that may
+    use ``r`` and have workload left share the unit's capacity: ``rule="max-first"`` serves them
+    by largest myopic welfare ``f(u) + β u / C`` with ``u = min(x̄, capacity left, workload
+    left)``; ``rule="equal-share"`` water-fills the capacity over them. Returns ``X (N, R, T)``.
+    """
+    check_choice("rule", rule, ("max-first", "equal-share"))
+    N, R, T = jobs.mask.shape
+    X = np.zeros((N, R, T))
+    rem = jobs.workload.astype(np.float64).copy()
+    for t in range(T):
+        for r in range(R):
+            c = float(inst.capacity[r, t])
+            act = np.flatnonzero(jobs.mask[:, r, t] & (rem > 1e-12))
+            if act.size == 0:
+                continue
+            lim = np.minimum(jobs.capability[act, r, t], rem[act])
+            if rule == "equal-share":
+                got = waterfill(np.zeros_like(lim), lim, np.ones_like(lim), c)
+            else:
+                got = np.zeros_like(lim)
+                left = np.ones(act.size, dtype=bool)
+                while c > 1e-12 and left.any():
+                    u = np.minimum(lim, c)
+                    h = utility(inst.family_code, jobs.coef[act, r, t], u) + \
+                        jobs.weight[act, r, t] * u / inst.capacity[r, t]
+                    h = np.where(left, h, -np.inf)
+                    i = int(np.argmax(h))
+                    got[i] = u[i]
+                    c -= u[i]
+                    left[i] = False
+            X[act, r, t] = got
+            rem[act] -= got
+    return X
