@@ -9,7 +9,7 @@ Public API (shared by every env's ``alibaba-gpu-2023`` scenario)::
     tp.requests          # (L, 3) float64: cores, GB, GPUs of each job type (a real request)
     tp.mask              # (L, R) bool: service locality, tp.edges = argwhere(mask) (lexicographic)
     tp.arrival_counts    # (T_trace, L) int64: tasks of each type created in each slot
-    tp.sample_arrivals(rng, horizon, prob)   # (horizon, L) float64 in {0, 1}
+    tp.sample_arrivals(rng, horizon, prob, start=None)   # (horizon, L) float64 in {0, 1}
     tp.type_duration     # (L,) float64: median run time of each type's tasks, s (NaN unknown)
 
 ``trace=None`` uses the shipped gpu-v2023 sample (:func:`schedgym.data.alibaba.load_sample`);
@@ -170,17 +170,26 @@ class TraceProblem:
         return self.arrival_indicators.mean(axis=0)
 
     def sample_arrivals(self, rng: np.random.Generator, horizon: int,
-                        prob: float = 1.0) -> np.ndarray:
+                        prob: float | np.ndarray = 1.0, start: int | None = None) -> np.ndarray:
         """float64 ``(horizon, L)`` in {0, 1}: trace indicators of ``horizon`` consecutive slots
-        from a start slot drawn uniformly (wrapping around), each kept with probability ``prob``
-        (the OgaSched paper's Bernoulli thinning; ``1`` keeps the trace as is)."""
+        from slot ``start`` (``None``: drawn uniformly from ``rng``), wrapping around past the
+        end, each kept with probability ``prob`` (a scalar or one per type: the papers' Bernoulli
+        thinning "applied on the actual arrival pattern"; ``1`` keeps the trace as is)."""
         horizon = check_int("horizon", horizon, min_value=1)
-        prob = check_float("prob", prob, low=0.0, high=1.0)
-        offset = int(rng.integers(0, self.n_slots))
+        p = np.asarray(prob, dtype=np.float64)
+        if p.ndim == 0:
+            check_float("prob", float(p), low=0.0, high=1.0)
+        elif p.shape != (self.n_types,) or not np.all((p >= 0) & (p <= 1)):
+            raise ValueError(f"prob has shape {p.shape}: must be a number in [0, 1] or one per "
+                             f"type, shape ({self.n_types},)")
+        if start is None:
+            offset = int(rng.integers(0, self.n_slots))
+        else:
+            offset = check_int("start", start, min_value=0, max_value=self.n_slots - 1)
         idx = (offset + np.arange(horizon)) % self.n_slots
         x = self.arrival_counts[idx] > 0
-        if prob < 1.0:
-            x &= rng.random(x.shape) < prob
+        if np.any(p < 1.0):
+            x &= rng.random(x.shape) < p
         return x.astype(np.float64)
 
     def describe(self) -> str:

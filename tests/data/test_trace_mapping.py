@@ -168,3 +168,17 @@ def test_sample_problem_valid_and_reproducible():
     assert (tp.requests[:, 2] > 0).sum() == sum(c != "any" for c in tp.type_class)
     assert tp.n_slots == int(np.floor((tr.task_time.max() - tr.task_time.min()) / 1800)) + 1
     assert tp.arrival_counts.sum() == tp.type_tasks.sum() == int(round(tp.coverage * tr.n_tasks))
+
+
+def test_sample_arrivals_fixed_start_and_per_type_prob(ten_row_trace):
+    tp = build_trace_problem(n_instances=4, n_types=4, slot_seconds=600, trace=ten_row_trace)
+    ind = tp.arrival_indicators
+    x = tp.sample_arrivals(np.random.default_rng(0), 4, start=2)
+    np.testing.assert_array_equal(x, ind[[2, 0, 1, 2]])
+    x = tp.sample_arrivals(np.random.default_rng(0), 3, prob=np.array([1.0, 0.0, 1.0, 0.0]),
+                           start=0)
+    np.testing.assert_array_equal(x, ind * [1, 0, 1, 0])
+    with pytest.raises(ValueError, match="prob"):
+        tp.sample_arrivals(np.random.default_rng(0), 3, prob=np.ones(3))
+    with pytest.raises(ValueError, match="start"):
+        tp.sample_arrivals(np.random.default_rng(0), 3, start=3)
