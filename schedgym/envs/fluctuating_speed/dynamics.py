@@ -65,16 +65,22 @@ def repair(inst: FluctuatingSpeedInstance, x: np.ndarray) -> tuple[np.ndarray, i
     safe for zero requests). Edges are never added.
     """
     x = np.array(x, dtype=np.int8, copy=True)
-    A, c = inst.requests, inst.capacities
-    ld = A @ x.astype(np.int64)
+    c = inst.capacities.tolist()
+    ld = (inst.requests @ x.astype(np.int64)).tolist()
+    over = [k for k in range(len(c)) if ld[k] > c[k]]
     dropped = 0
-    while np.any(ld > c):
-        over = ld > c
-        cand = np.flatnonzero((x == 1) & np.any(A[over] > 0, axis=0))
-        e = int(cand[-1])
-        x[e] = 0
-        ld -= A[:, e]
-        dropped += 1
+    cols = inst.requests.T
+    # Scanning the selected edges from the highest index is the same rule: an edge skipped
+    # because it requests no overloaded type never becomes a candidate (loads only fall).
+    for e in np.flatnonzero(x)[::-1]:
+        if not over:
+            break
+        a = cols[e].tolist()
+        if any(a[k] > 0 for k in over):
+            x[e] = 0
+            dropped += 1
+            ld = [lk - ak for lk, ak in zip(ld, a, strict=True)]
+            over = [k for k in over if ld[k] > c[k]]
     return x, dropped
 
 
