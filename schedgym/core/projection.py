@@ -75,6 +75,24 @@ def _theta_sorted(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray
         return np.where(sl < 0, lo + (glo - cc) / -sl, pos[j, cols])
 
 
+def _theta_first_segment(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """theta where it lies on g's first linear piece ``[0, first positive breakpoint]``.
+
+    There ``g(theta) = g0 - m theta`` with ``m`` the number of entries strictly between 0 and
+    their cap at ``theta = 0+``, so ``theta = (g0 - c) / m`` exactly. This is the common case of a
+    point that exceeds the capacity by little (e.g. a feasible allocation after float32 rounding).
+    Returns ``(theta, ok)``; ``ok`` is False where theta lies further right.
+    """
+    free = (zt > 0) & (zt - at <= 0) & (at > 0)
+    m = free.sum(axis=0)
+    first = np.minimum(np.where(zt - at > 0, zt - at, np.inf).min(axis=0),
+                       np.where(zt > 0, zt, np.inf).min(axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = (g0 - cc) / m
+    return theta, (m > 0) & (theta <= first)
+
+
 def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Exact projection in the (entries, groups) layout: column ``g`` of ``zt`` ``(n, G)`` onto
     ``{0 <= v <= at[:, g], sum v <= c[g]}``. The fast path for callers that keep this layout."""
@@ -82,12 +100,16 @@ def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray
     s0 = v.sum(axis=0)
     need = np.flatnonzero(s0 > c)
     if need.size:
-        zz = np.ascontiguousarray(zt[:, need])
-        aa = np.ascontiguousarray(at[:, need])
+        zz = zt[:, need]
+        aa = at[:, need]
         cc = c[need]
-        theta = (_theta_small if zt.shape[0] <= SMALL_GROUP else _theta_sorted)(
-            zz, aa, cc, s0[need]
-        )
+        g0 = s0[need]
+        theta, ok = _theta_first_segment(zz, aa, cc, g0)
+        hard = np.flatnonzero(~ok)
+        if hard.size:
+            solver = _theta_small if zt.shape[0] <= SMALL_GROUP else _theta_sorted
+            theta[hard] = solver(np.ascontiguousarray(zz[:, hard]),
+                                 np.ascontiguousarray(aa[:, hard]), cc[hard], g0[hard])
         vv = np.minimum(np.maximum(zz - theta, 0.0), aa)
         tot = vv.sum(axis=0)
         over = tot > cc

@@ -38,14 +38,14 @@ class RewardParts:
 
 def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     """``Y_l^k = sum_{r in R_l} y_(l,r)^k``, shape ``(L, K)``."""
-    return inst.type_incidence @ y
+    return np.add.reduceat(y, inst.type_starts, axis=0)
 
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
     codes = inst.single_family if inst.single_family is not None else inst.edge_codes
     f = utilities.value(codes, inst.edge_alpha, y, inst.reciprocal_scale)
-    type_gain = inst.type_incidence @ f.sum(axis=1)
+    type_gain = np.add.reduceat(f.sum(axis=1), inst.type_starts)
     weighted = type_totals(inst, y) * inst.beta  # (L, K)
     k_star = np.argmax(weighted, axis=1)  # first maximum = lowest index on ties
     type_pen = weighted[np.arange(inst.n_types), k_star]

@@ -180,6 +180,12 @@ class GainOverheadInstance:
         return _readonly(m)
 
     @cached_property
+    def type_starts(self) -> np.ndarray:
+        """int ``(L,)``: index of each type's first edge (edges are sorted by type, and every type
+        has one), for ``np.add.reduceat`` sums over ``R_l``."""
+        return _readonly(np.searchsorted(self.edge_type, np.arange(self.n_types)))
+
+    @cached_property
     def instance_slots(self) -> np.ndarray:
         """int ``(R, D)``: edge indices of each instance padded with ``-1`` (D = max ``|L_r|``).
 
