@@ -1,0 +1,145 @@
+"""Scenario ``alibaba-gpu-2023`` of DeadlineWelfare-v0 (OnSocMax) from the shipped Alibaba
+gpu-v2023 sample.
+
+The OnSocMax model has one scalar capacity per (node, slot) and individual jobs (no job types),
+so it uses the trace's nodes and tasks directly (``docs/trace-scenarios.md``):
+
+===========================  ================================================================
+quantity                     source
+===========================  ================================================================
+instances ``R``              real: the ``n_instances`` nodes that
+                             :func:`~schedgym.data.trace_mapping.build_trace_problem` samples
+                             (10 job types; seed = ``instance_seed``)
+capacity ``C_r``             real, scaled: ``capacity_mean`` x the node's size relative to the
+                             sample's mean, size = mean over (cores, GB, GPUs) of the node's
+                             capacity / the sample's mean capacity (a node without GPUs counts
+                             0 for GPUs); constant over slots
+jobs: arrival slots          real: the tasks created in ``horizon`` consecutive slots of
+                             ``slot_seconds`` (default 1 h, 24 slots: one day) from a start drawn
+                             from the episode seed (stream ``trace_window``); ``n_jobs`` of them
+                             drawn uniformly without replacement (stream ``trace_jobs``), kept
+                             in arrival order (``None``: all of them)
+locality ``K_n``             real: the task's GPU-model constraint (``gpu_spec``); CPU-only
+                             tasks on every node, other GPU tasks on every GPU node; tasks that
+                             no sampled node can run are left out
+deadline ``e_n``             ``deadline="synthetic"`` (default; the trace has no deadlines): the
+                             paper's ``D_n ~ Exp(duration_mean)`` (stream ``durations``);
+                             ``"trace"``: the task's real run time (deletion - creation) as
+                             ``D_n``; ``e_n = min(T - 1, s_n + floor(D_n))``
+workload, capability, utility  synthetic: the paper generator (``job_sampler``, same named
+coefficients, cluster weights  streams as ``paper-default``)
+===========================  ================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from schedgym.core import rng as rngs
+from schedgym.core.validation import check_bool, check_choice, check_float
+from schedgym.data.trace_mapping import (
+    TraceProblem,
+    build_trace_problem,
+    class_allowed_nodes,
+    task_classes,
+)
+from schedgym.envs.deadline_welfare.instance import (
+    DEFAULTS,
+    SCENARIOS,
+    DeadlineWelfareInstance,
+    Jobs,
+    JobSampler,
+    job_limits,
+    job_sampler,
+    prior_bounds,
+    validate_params,
+)
+
+NAME = "alibaba-gpu-2023"
+PARAMS: dict[str, Any] = {}
+EXTRA: dict[str, Any] = {"slot_seconds": 3600.0, "constraints": True, "deadline": "synthetic"}
+DEADLINE_SOURCES = ("synthetic", "trace")
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, dtype=np.float32).astype(np.float64)
+
+
+def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
+    """The node sample behind the scenario (its types are not used by this problem)."""
+    return build_trace_problem(
+        n_instances=params["n_instances"], n_types=10,
+        slot_seconds=check_float("slot_seconds", params["slot_seconds"], low=0.0,
+                                 low_open=True),
+        seed=instance_seed, constraints=check_bool("constraints", params["constraints"]),
+    )
+
+
+def node_sizes(tp: TraceProblem) -> np.ndarray:
+    """float ``(R,)``: mean over (cores, GB, GPUs) of capacity / the sample's mean capacity."""
+    cap = tp.capacities
+    mean = cap.mean(axis=0)
+    rel = np.divide(cap, mean, out=np.zeros_like(cap), where=mean > 0)
+    return rel[:, mean > 0].mean(axis=1)
+
+
+def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareInstance,
+                                                                 JobSampler]:
+    """Scenario builder: ``(instance, job sampler)`` from the shipped trace sample."""
+    p = validate_params({k: v for k, v in params.items() if k in DEFAULTS})
+    deadline = check_choice("deadline", params["deadline"], DEADLINE_SOURCES)
+    tp = trace_problem(params, instance_seed)
+    tr = tp.trace
+    R, T = tp.n_instances, p["horizon"]
+    dt = tp.slot_seconds
+    capacity = np.repeat(_f32(p["capacity_mean"] * node_sizes(tp))[:, None], T, axis=1)
+    capacity = np.maximum(capacity, _f32(0.1))
+    instance = DeadlineWelfareInstance(
+        capacity=capacity, utility=p["utility"], sqrt_v_floor=p["sqrt_v_floor"],
+        bound_mode=p["bound_mode"],
+        prior_bounds=prior_bounds(p, capacity) if p["bound_mode"] == "prior" else None,
+        job_limits=job_limits(p),
+    )
+    cls = task_classes(tr)
+    names = np.unique(cls)
+    allowed_by_class = {c: class_allowed_nodes(tr, c)[tp.node_index] for c in names}
+    runnable = np.array([allowed_by_class[c].any() for c in cls])
+    times = tr.task_time
+    t_first, t_last = float(times.min()), float(times.max())
+    n_start = max(1, int(np.floor((t_last - t_first) / dt)) - T + 2)
+    n_jobs = p["n_jobs"]
+
+    def sample(episode_seed: int) -> Jobs:
+        start = t_first + dt * int(rngs.stream(episode_seed, "trace_window").integers(0, n_start))
+        idx = np.flatnonzero(runnable & (times >= start) & (times < start + T * dt))
+        if n_jobs is not None and idx.size > n_jobs:
+            pick = rngs.stream(episode_seed, "trace_jobs").choice(idx.size, n_jobs,
+                                                                   replace=False)
+            idx = idx[np.sort(pick)]
+        idx = idx[np.argsort(times[idx], kind="stable")]
+        N = int(idx.size)
+        s = np.floor((times[idx] - start) / dt).astype(np.int64)
+        if deadline == "trace":
+            dur = np.nan_to_num(tr.task_duration[idx], nan=0.0) / dt
+        else:
+            dur = rngs.stream(episode_seed, "durations").exponential(p["duration_mean"], N)
+        e = np.minimum(T - 1, s + np.floor(np.maximum(dur, 0.0)).astype(np.int64))
+        allowed = np.stack([allowed_by_class[c] for c in cls[idx]]) if N else \
+            np.zeros((0, R), dtype=bool)
+        synth = job_sampler({**p, "n_instances": R, "n_jobs": max(N, 1)})(episode_seed)
+        return Jobs(arrival=s, deadline=e, workload=synth.workload[:N], allowed=allowed,
+                    capability=synth.capability[:N], coef=synth.coef[:N],
+                    weight=synth.weight[:N], n_slots_hint=T)
+
+    return instance, sample
+
+
+SCENARIOS.register(
+    NAME, PARAMS,
+    "Alibaba cluster-trace-gpu-v2023 (shipped sample): real nodes (capacity ~ relative node size "
+    "x capacity_mean), real task arrivals over one day of 1-h slots (n_jobs sampled) and "
+    "GPU-model locality; deadlines, workloads, capabilities and utilities from the paper generator",
+    builder=build, extra_params=EXTRA,
+)
