@@ -142,7 +142,8 @@ class ESDP(Agent):
         ok = np.ones(self.n_edges, dtype=bool) if allowed is None else np.asarray(allowed, bool)
         top = np.sort(np.where(ok, theta, 0))[::-1][: self.n_max]
         S = int(min(eta * self.m, int(top.sum())))
-        sol = budgeted_knapsack(s2, theta, self.requests, self.capacities, S, ok)
+        sol = budgeted_knapsack(s2, theta, self.requests, self.capacities, S, ok,
+                                max_items=self.n_max)
         feas = np.isfinite(sol.values)
         score = np.where(feas, np.arange(S + 1) + np.sqrt(np.where(feas, sol.values, 0.0)),
                          -np.inf)

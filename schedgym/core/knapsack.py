@@ -129,7 +129,7 @@ class BudgetedSolution:
             t = self._takes[i]
             if t is None or np.any(cur < A[:, i]):
                 continue
-            if t[(s_cur, *(cur - A[:, i]))]:
+            if s_cur < t.shape[0] and t[(s_cur, *(cur - A[:, i]))]:
                 x[i] = 1
                 s_cur = max(s_cur - int(b[i]), 0)
                 cur -= A[:, i]
@@ -143,6 +143,7 @@ def budgeted_knapsack(
     capacity: np.ndarray,
     max_budget: int,
     allowed: np.ndarray | None = None,
+    max_items: int | None = None,
 ) -> BudgetedSolution:
     """All budget levels at once: ``V*(s) = max values^T x`` s.t. ``weights @ x <= capacity``,
     ``budgets^T x >= s``, for ``s = 0..max_budget`` (spec esdp §3.5, Algorithm 2).
@@ -157,6 +158,9 @@ def budgeted_knapsack(
         budgets: int ``(E,)`` >= 0 (ESDP: the integer scaled means ``theta_hat_e``).
         weights: int ``(K, E)``; capacity: int ``(K,)``; max_budget: ``S >= 0``.
         allowed: optional bool ``(E,)``; items with ``False`` are forced to 0.
+        max_items: optional upper bound on how many items fit together. Only speeds the DP up:
+            when items ``i..E-1`` are processed, budget levels above the largest reachable one
+            (the sum of the ``max_items`` largest budgets among them) are ``-inf`` and skipped.
     """
     v = np.asarray(values, dtype=np.float64)
     E = v.shape[0]
@@ -169,6 +173,16 @@ def budgeted_knapsack(
     if S < 0:
         raise ValueError(f"max_budget={max_budget!r} is invalid: must be an integer >= 0")
     nS = S + 1
+    # reach[i]: largest budget level reachable with items i..E-1 (rows above it stay -inf)
+    reach = np.zeros(E + 1, dtype=np.int64)
+    kmax = E if max_items is None else max(int(max_items), 0)
+    suffix: list[int] = []
+    for i in range(E - 1, -1, -1):
+        if ok[i]:
+            suffix.append(int(b[i]))
+            suffix.sort(reverse=True)
+            del suffix[kmax:]
+        reach[i] = min(sum(suffix), S)
     W = np.full((nS, *(int(ck) + 1 for ck in c)), -np.inf)
     W[0] = 0.0
     takes: list[np.ndarray | None] = [None] * E
@@ -176,14 +190,15 @@ def budgeted_knapsack(
         if not ok[i]:
             continue
         dst, src = _slices(A[:, i], c)
-        th = min(int(b[i]), nS)
+        n_rows = int(reach[i]) + 1  # rows 0..reach[i] may become finite
+        th = min(int(b[i]), n_rows)
         if th == 0:
-            cand = W[(slice(None), *src)] + v[i]
+            cand = W[(slice(0, n_rows), *src)] + v[i]
         else:
-            cand = np.empty((nS, *(s.stop - s.start for s in src)))
-            np.add(W[(slice(0, nS - th), *src)], v[i], out=cand[th:])
+            cand = np.empty((n_rows, *(sl.stop - sl.start for sl in src)))
+            np.add(W[(slice(0, n_rows - th), *src)], v[i], out=cand[th:])
             cand[:th] = W[(slice(0, 1), *src)] + v[i]  # s <= th: budget met by this item
-        region = W[(slice(None), *dst)]
+        region = W[(slice(0, n_rows), *dst)]
         take = cand > region
         np.maximum(region, cand, out=region)
         takes[i] = take

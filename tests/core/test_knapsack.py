@@ -48,6 +48,13 @@ def test_budgeted_dp_equals_brute_force_for_every_budget(case):
             assert not np.any(x[~allowed])
     with pytest.raises(ValueError, match="feasible budget"):
         sol.selection(S)
+    # the max_items speed-up (rows above the reachable budget skipped) changes nothing
+    n_max = int(X[ok].sum(axis=1).max())
+    fast = budgeted_knapsack(v, b, A, c, S, allowed, max_items=n_max)
+    np.testing.assert_array_equal(fast.values, sol.values)
+    for s in np.flatnonzero(np.isfinite(sol.values)):
+        x = fast.selection(int(s))
+        assert np.all(A @ x <= c) and b @ x >= s and v @ x == sol.values[s]
 
 
 @settings(max_examples=60, deadline=None)
