@@ -281,3 +281,30 @@ def test_instance_is_read_only_and_reproducible(tiny):
     with pytest.raises(ValueError):
         a.mean[0] = 1.0
     assert tiny.n_edges == 4
+
+
+def test_alibaba_trace_scenario():
+    from schedgym.data.trace_mapping import build_trace_problem
+
+    env = make(scenario="alibaba-gpu-2023", horizon=300, degree_cap=3)
+    inst = env.unwrapped.instance
+    tp = build_trace_problem(n_instances=40, n_types=8, slot_seconds=600.0, seed=0,
+                             degree_cap=3)
+    np.testing.assert_array_equal(inst.edges, tp.edges)
+    assert inst.mask.sum(axis=1).max() <= 3
+    assert set(np.unique(inst.requests)) <= {0, 1, 2}
+    # a zero trace request stays zero; positive ones are scaled into [1, 2]
+    np.testing.assert_array_equal(inst.requests == 0, (tp.requests[inst.port_of_edge] == 0).T)
+    assert all(c in (3, 6) for c in inst.capacities)
+    env.reset(seed=1)
+    arr = env.unwrapped.arrivals
+    ind = tp.arrival_indicators
+    # arrivals are a thinned window of the trace's indicators (some start offset, wrapping)
+    starts = [s for s in range(tp.n_slots)
+              if np.all(arr <= ind[(s + np.arange(300)) % tp.n_slots])]
+    assert starts and arr.sum() > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+    with pytest.raises(ValueError, match="unknown parameter 'slot_seconds'"):
+        make(slot_seconds=60.0)
