@@ -83,7 +83,10 @@ class FluctuatingSpeedEnv(gym.Env):
     ``gym.make("schedgym/FluctuatingSpeed-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, invalid_action="repair", compute_oracle=True,
     **overrides)``. Scenarios: ``paper-default`` (spec §6.3), ``paper-headline`` (T = 8000),
-    ``literal-capacity`` (kappa = 1). Overrides (paper symbol): ``n_types`` (|L|),
+    ``literal-capacity`` (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative
+    sizes and arrivals from the shipped Alibaba trace sample, see
+    :func:`~schedgym.envs.fluctuating_speed.instance.trace_builder`; extra overrides
+    ``slot_seconds`` = 600 and ``degree_cap`` = 4). Overrides (paper symbol): ``n_types`` (|L|),
     ``n_instances`` (|R|), ``n_resources`` (K), ``horizon`` (T), ``arrival_prob`` (rho, scalar or
     one per port), ``edge_prob`` (Table 3 rho_(l,r)), ``request_range`` (bounds of A),
     ``capacity_range`` (bounds of c), ``capacity_scale`` (kappa), ``mean_range`` (mu),
