@@ -1,10 +1,11 @@
 """Performance figures of GainOverhead-v0 and its agents.
 
 Prints, measured in one run on this machine:
-1. single-env steps/s of ``schedgym/GainOverhead-v0`` (paper-default size) next to
+1. steps/s of ``schedgym/GainOverhead-v0`` (paper-default size) next to
    ``CartPole-v1`` (both through ``gym.make``, so with the same default wrappers), for random
    actions (every (instance, resource) group needs projecting) and for Fairness's feasible
-   actions (the common case for a trained or classical agent);
+   actions (the common case for a trained or classical agent); plus 8 copies batched by the
+   native ``vector_entry_point`` and by ``SyncVectorEnv`` (env steps/s summed over copies);
 2. every agent's mean decision time per slot (``predict``), OgaSched's included;
 3. wall time of a full T=8000 ``paper-headline`` run of all five agents (one seed, in parallel
    worker processes as ``schedgym compare`` runs them).
@@ -82,6 +83,19 @@ def main() -> None:
     print(f"{'GainOverhead-v0 (random actions)':40s} {go_rand:10.0f} {go_rand / cart_rate:11.3f}")
     print(f"{'GainOverhead-v0 (Fairness actions)':40s} {go_fair:10.0f} "
           f"{go_fair / cart_rate:11.3f}")
+
+    n_vec = 8
+    for mode in ("vector_entry_point", "sync"):
+        venv = gym.make_vec(ENV_ID, num_envs=n_vec, vectorization_mode=mode)
+        venv.reset(seed=0)
+        acts = [np.stack([fair_actions[(i + j) % 64] for j in range(n_vec)]) for i in range(16)]
+        t0 = time.perf_counter()
+        reps = max(args.steps // n_vec, 50)
+        for i in range(reps):
+            venv.step(acts[i % 16])
+        rate = reps * n_vec / (time.perf_counter() - t0)
+        label = f"GainOverhead-v0 x{n_vec} {mode} (Fairness)"
+        print(f"{label:40s} {rate:10.0f} {rate / cart_rate:11.3f}")
 
     print(f"\n{'agent':12s} {'ms per decision':>16s}")
     for name in AGENTS:

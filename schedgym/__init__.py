@@ -15,9 +15,16 @@ _ENVS = {
     "schedgym/FluctuatingSpeed-v0": "schedgym.envs.fluctuating_speed.env:FluctuatingSpeedEnv",
 }
 
+#: Native batched implementations, for
+#: ``gym.make_vec(..., vectorization_mode="vector_entry_point")``.
+_VECTOR = {
+    "schedgym/GainOverhead-v0": "schedgym.envs.gain_overhead.vector:GainOverheadVectorEnv",
+}
+
 for _id, _entry in _ENVS.items():
     if _id not in registry:
-        register(id=_id, entry_point=_entry, disable_env_checker=False)
+        register(id=_id, entry_point=_entry, vector_entry_point=_VECTOR.get(_id),
+                 disable_env_checker=False)
 
 ENV_IDS: tuple[str, ...] = tuple(_ENVS)
 
