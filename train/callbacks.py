@@ -1,0 +1,81 @@
+"""SB3 callback writing schedgym's per-step metrics to TensorBoard during training.
+
+The tags are those of :mod:`train.tensorboard` (``schedgym/step/*``, ``schedgym/episode/*``),
+identical to what the classical-agent runner writes, so ``tensorboard --logdir runs/`` shows a
+learner beside OgaSched/ESDP/OnSocMax. Rewards are logged in the env's own units: under
+``VecNormalize`` the callback reads ``get_original_reward()``, never the scaled reward.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from train.tensorboard import MetricTracker, write_scalars
+
+
+class SchedgymMetricsCallback(BaseCallback):
+    """Log ``schedgym/step/*`` every ``log_every`` env steps (summed over parallel envs) and
+    ``schedgym/episode/*`` for the episodes that ended in the window.
+
+    ``spec``: the env's ``episode_metrics`` (read from the training env when ``None``).
+    Writes into the SB3 logger's TensorBoard event file (the run folder); if the logger has no
+    TensorBoard output, a ``SummaryWriter`` on the logger's folder is opened.
+    """
+
+    def __init__(self, spec: dict[str, str] | None = None, log_every: int = 1000,
+                 verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.spec = spec
+        self.log_every = max(int(log_every), 1)
+        self.tracker: MetricTracker | None = None
+        self._writer: Any = None
+        self._own_writer = False
+
+    def _on_training_start(self) -> None:
+        from stable_baselines3.common.logger import TensorBoardOutputFormat
+
+        env = self.training_env
+        if self.spec is None:
+            from train.tensorboard import metric_spec
+
+            self.spec = metric_spec(env.get_attr("unwrapped", [0])[0])
+        self.tracker = MetricTracker(self.spec, env.num_envs)
+        for fmt in self.logger.output_formats:
+            if isinstance(fmt, TensorBoardOutputFormat):
+                self._writer = fmt.writer
+        if self._writer is None and self.logger.get_dir():
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=self.logger.get_dir())
+            self._own_writer = True
+
+    def _on_step(self) -> bool:
+        assert self.tracker is not None
+        vec_norm = self.model.get_vec_normalize_env()
+        rewards = (vec_norm.get_original_reward() if vec_norm is not None
+                   else self.locals["rewards"])
+        infos = self.locals.get("infos") or [{}] * len(rewards)
+        dones = self.locals.get("dones")
+        if dones is None:
+            dones = np.zeros(len(rewards), dtype=bool)
+        for i, (r, info, d) in enumerate(zip(rewards, infos, dones, strict=True)):
+            self.tracker.step(i, float(r), info, bool(d))
+        if self.tracker.window_steps >= self.log_every:
+            self._flush()
+        return True
+
+    def _flush(self) -> None:
+        assert self.tracker is not None
+        scalars = self.tracker.pop_scalars()
+        if self._writer is not None and scalars:
+            write_scalars(self._writer, scalars, self.num_timesteps)
+            self._writer.flush()
+
+    def _on_training_end(self) -> None:
+        if self.tracker is not None and self.tracker.window_steps:
+            self._flush()
+        if self._own_writer and self._writer is not None:
+            self._writer.close()
