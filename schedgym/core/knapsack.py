@@ -129,7 +129,7 @@ class BudgetedSolution:
             t = self._takes[i]
             if t is None or np.any(cur < A[:, i]):
                 continue
-            if s_cur < t.shape[0] and t[(s_cur, *(cur - A[:, i]))]:
+            if s_cur < t.shape[-1] and t[(*(cur - A[:, i]), s_cur)]:
                 x[i] = 1
                 s_cur = max(s_cur - int(b[i]), 0)
                 cur -= A[:, i]
@@ -148,7 +148,7 @@ def budgeted_knapsack(
     """All budget levels at once: ``V*(s) = max values^T x`` s.t. ``weights @ x <= capacity``,
     ``budgets^T x >= s``, for ``s = 0..max_budget`` (spec esdp §3.5, Algorithm 2).
 
-    Recursion over items ``i = E-1..0`` on ``W[s, c']`` (``W_E = 0`` at ``s = 0``, ``-inf``
+    Recursion over items ``i = E-1..0`` on ``W[c', s]`` (``W_E = 0`` at ``s = 0``, ``-inf``
     elsewhere): ``take = values_i + W[max(s - budgets_i, 0), c' - A_i]`` when ``A_i <= c'``;
     ``W = max(skip, take)`` with ties kept as *skip*. ``V*(s) = W[s, c]``.
 
@@ -183,24 +183,26 @@ def budgeted_knapsack(
             suffix.sort(reverse=True)
             del suffix[kmax:]
         reach[i] = min(sum(suffix), S)
-    W = np.full((nS, *(int(ck) + 1 for ck in c)), -np.inf)
-    W[0] = 0.0
+    # Layout W[c'_1, ..., c'_K, s]: the budget axis is last and contiguous, so every capacity
+    # slice below moves runs of budget levels at once.
+    W = np.full((*(int(ck) + 1 for ck in c), nS), -np.inf)
+    W[..., 0] = 0.0
     takes: list[np.ndarray | None] = [None] * E
     for i in range(E - 1, -1, -1):
         if not ok[i]:
             continue
         dst, src = _slices(A[:, i], c)
-        n_rows = int(reach[i]) + 1  # rows 0..reach[i] may become finite
+        n_rows = int(reach[i]) + 1  # levels 0..reach[i] may become finite
         th = min(int(b[i]), n_rows)
         if th == 0:
-            cand = W[(slice(0, n_rows), *src)] + v[i]
+            cand = W[(*src, slice(0, n_rows))] + v[i]
         else:
-            cand = np.empty((n_rows, *(sl.stop - sl.start for sl in src)))
-            np.add(W[(slice(0, n_rows - th), *src)], v[i], out=cand[th:])
-            cand[:th] = W[(slice(0, 1), *src)] + v[i]  # s <= th: budget met by this item
-        region = W[(slice(0, n_rows), *dst)]
+            cand = np.empty((*(sl.stop - sl.start for sl in src), n_rows))
+            np.add(W[(*src, slice(0, n_rows - th))], v[i], out=cand[..., th:])
+            cand[..., :th] = W[(*src, slice(0, 1))] + v[i]  # s <= th: budget met by this item
+        region = W[(*dst, slice(0, n_rows))]
         take = cand > region
         np.maximum(region, cand, out=region)
         takes[i] = take
-    top = W[(slice(None), *(int(ck) for ck in c))].copy()
+    top = W[(*(int(ck) for ck in c), slice(None))].copy()
     return BudgetedSolution(top, S, tuple(takes), A, c, b)
