@@ -31,7 +31,8 @@ def family_codes(names: np.ndarray) -> np.ndarray:
     for idx, name in np.ndenumerate(names):
         if name not in FAMILY_CODES:
             raise ValueError(
-                f"utility={name!r} is invalid: must be one of " + ", ".join(map(repr, FAMILIES))
+                f"utility={str(name)!r} is invalid: must be one of "
+                + ", ".join(map(repr, FAMILIES))
             )
         out[idx] = FAMILY_CODES[name]
     return out
