@@ -79,3 +79,23 @@ class SchedgymMetricsCallback(BaseCallback):
             self._flush()
         if self._own_writer and self._writer is not None:
             self._writer.close()
+
+
+class WallClockLimit(BaseCallback):
+    """Stop training once ``seconds`` of wall clock have passed since ``learn`` started (the
+    model is then saved as usual): a stated CPU budget instead of a step count."""
+
+    def __init__(self, seconds: float, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.seconds = float(seconds)
+        self._t0 = 0.0
+
+    def _on_training_start(self) -> None:
+        import time
+
+        self._t0 = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        import time
+
+        return time.perf_counter() - self._t0 < self.seconds

@@ -4,7 +4,15 @@ Every agent plays the same episodes: one per seed, each ``reset(seed=s)`` on an 
 same ``instance_seed`` (so the same instance and the same pre-drawn arrivals). Episodes run in
 parallel worker processes. Prints a table (mean ± 95% CI over seeds), and writes
 ``episodes.csv`` (one row per agent and seed), ``summary.csv``, ``summary.json`` and
-``curves.npz`` (cumulative reward per step) into ``--out``.
+``curves.npz`` (cumulative reward per step) into ``--out``, with ``compare.png``/``compare.svg``
+beside them (cumulative reward vs time with 95% bands, and the ratio to the best classical agent;
+``--no-plots`` skips them).
+
+Learned agents (``ppo:path/model.zip``) play next to classical ones on the same seeds.
+``--tensorboard runs/`` also writes every agent's ``schedgym/*`` tags (the same tags as
+``schedgym train``) to ``runs/<Env-vN>/<agent>/``, so ``tensorboard --logdir runs/`` shows them
+beside the training curves. ``--record`` saves an image strip and a GIF of each agent's first
+episode (``render_mode="rgb_array"``) into ``<out>/record/``.
 """
 
 from __future__ import annotations
@@ -36,11 +44,25 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
 
 
 def _episode_job(env_id: str, scenario: str | None, instance_seed: int, overrides: dict,
-                 spec: str, seed: int, queue: Any = None) -> EpisodeResult:
+                 spec: str, seed: int, queue: Any = None,
+                 record_steps: bool = False) -> EpisodeResult:
+    from train.plots import is_learned
+
+    if is_learned(spec):
+        import torch
+
+        torch.set_num_threads(1)  # one small network per worker process
     env = make_env(env_id, scenario, instance_seed, overrides)
     agent = build_agent(spec, env)
     prog = (lambda n: queue.put(n)) if queue is not None else None
-    res = run_episode(env, agent, seed, label=spec, progress=prog)
+    rec = None
+    if record_steps:
+        from train.tensorboard import StepRecorder, metric_spec
+
+        rec = StepRecorder(metric_spec(env))
+    res = run_episode(env, agent, seed, label=spec, progress=prog, step_callback=rec)
+    if rec is not None:
+        res.extra["steps"] = rec.steps
     env.close()
     return res
 
@@ -64,8 +86,12 @@ def run_compare(
     workers: int | None = None,
     benchmarks: bool = True,
     show_progress: bool = True,
+    record_steps: bool = False,
 ) -> tuple[list[EpisodeResult], dict[int, dict[str, float]]]:
-    """Run every (agent, seed) episode; returns the results and the offline benchmark values."""
+    """Run every (agent, seed) episode; returns the results and the offline benchmark values.
+
+    ``record_steps``: keep every step's reward and scalar info in ``result.extra["steps"]``
+    (for :func:`train.tensorboard.log_classical`)."""
     overrides = dict(overrides or {})
     # Fail fast, in this process, on a bad env id, scenario, override or agent name.
     env = make_env(env_id, scenario, instance_seed, overrides)
@@ -82,7 +108,8 @@ def run_compare(
                     f"x {len(seeds)} seeds")
     if workers <= 1:
         for spec, s in jobs:
-            r = _episode_job(env_id, scenario, instance_seed, overrides, spec, s, None)
+            r = _episode_job(env_id, scenario, instance_seed, overrides, spec, s, None,
+                             record_steps)
             results.append(r)
             bar.update(r.steps if horizon else 1)
         if benchmarks:
@@ -96,7 +123,7 @@ def run_compare(
         queue = manager.Queue() if horizon else None
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futs = {pool.submit(_episode_job, env_id, scenario, instance_seed, overrides, spec,
-                                s, queue): "episode" for spec, s in jobs}
+                                s, queue, record_steps): "episode" for spec, s in jobs}
             if benchmarks:
                 for s in seeds:
                     futs[pool.submit(_benchmark_job, env_id, scenario, instance_seed, overrides,
@@ -240,6 +267,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None,
                    help="output folder (default results/compare/<env>-<scenario>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
+                   help="write compare.png/.svg beside the CSV (default on; --no-plots)")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write every agent's schedgym/* TensorBoard tags to "
+                   "DIR/<Env-vN>/<agent>/ (same tags as schedgym train), e.g. runs/")
+    p.add_argument("--log-every", type=int, default=1000,
+                   help="TensorBoard window in env steps (default 1000, as schedgym train)")
+    p.add_argument("--record", action="store_true",
+                   help="save an image strip (PNG) and GIF of each agent's first episode to "
+                   "<out>/record/")
+    p.add_argument("--record-frames", type=int, default=8,
+                   help="frames in the --record strip (default 8)")
     p.set_defaults(func=main)
 
 
@@ -273,8 +312,10 @@ def main(args: argparse.Namespace) -> int:
         seeds = parse_seeds(args.seeds or "0-2")
     overrides = parse_overrides(args.overrides)
     t0 = time.perf_counter()
+    tb = getattr(args, "tensorboard", None)
     results, bench = run_compare(args.env_id, specs, seeds, args.scenario, args.instance_seed,
-                                 overrides, args.workers, not args.no_benchmarks, not args.quiet)
+                                 overrides, args.workers, not args.no_benchmarks, not args.quiet,
+                                 record_steps=tb is not None)
     rows = summarise(results, bench, args.reference)
     scen = args.scenario or "paper-default"
     print_table(rows, args.env_id, f"[{scen}, instance_seed={args.instance_seed}"
@@ -286,4 +327,64 @@ def main(args: argparse.Namespace) -> int:
     write_outputs(out, results, rows, bench, meta)
     print(f"wrote {out}/episodes.csv, summary.csv, summary.json, curves.npz "
           f"({time.perf_counter() - t0:.1f} s)")
+    if getattr(args, "plots", True):
+        from train.plots import curves_from_results, plot_curves
+
+        paths = plot_curves(curves_from_results(results), out, f"{args.env_id} [{scen}, "
+                            f"instance_seed={args.instance_seed}]")
+        print("wrote " + ", ".join(str(p) for p in paths))
+    if tb is not None:
+        for d in write_tensorboard(tb, args.env_id, results, args.scenario, args.instance_seed,
+                                   overrides, getattr(args, "log_every", 1000)):
+            print(f"tensorboard run: {d}")
+    if getattr(args, "record", False):
+        for spec in specs:
+            paths = record_episode(args.env_id, spec, seeds[0], out / "record", args.scenario,
+                                   args.instance_seed, overrides,
+                                   getattr(args, "record_frames", 8))
+            print("wrote " + ", ".join(str(p) for p in paths))
     return 0
+
+
+def write_tensorboard(logdir: str | Path, env_id: str, results: list[EpisodeResult],
+                      scenario: str | None, instance_seed: int, overrides: dict[str, Any],
+                      log_every: int = 1000) -> list[Path]:
+    """One TensorBoard run per agent, ``logdir/<Env-vN>/<agent>``, episodes in seed order."""
+    from train.tensorboard import env_folder, log_classical, metric_spec, run_name
+
+    env = make_env(env_id, scenario, instance_seed, overrides)
+    spec = metric_spec(env)
+    env.close()
+    dirs = []
+    for agent in dict.fromkeys(r.agent for r in results):
+        eps = [r.extra["steps"] for r in sorted(results, key=lambda r: r.seed)
+               if r.agent == agent]
+        d = Path(logdir) / env_folder(env_id) / run_name(agent)
+        if d.exists():  # a fresh run, not appended to an older one
+            for f in d.glob("events.out.tfevents.*"):
+                f.unlink()
+        dirs.append(log_classical(d, spec, eps, log_every))
+    return dirs
+
+
+def record_episode(env_id: str, spec: str, seed: int, folder: str | Path,
+                   scenario: str | None = None, instance_seed: int = 0,
+                   overrides: dict[str, Any] | None = None, n_frames: int = 8) -> list[Path]:
+    """Play one episode with ``render_mode="rgb_array"`` and save about ``n_frames`` evenly
+    spaced frames as ``<folder>/<agent>-seed<seed>.png`` (strip) and ``.gif``."""
+    from train.plots import FrameSampler, save_strip
+    from train.tensorboard import run_name
+
+    env = make_env(env_id, scenario, instance_seed, overrides, render_mode="rgb_array")
+    agent = build_agent(spec, env)
+    sampler = FrameSampler(n_frames)
+
+    def grab(step: int, reward: float, info: dict) -> None:
+        if sampler.wants(step):
+            sampler.add(step, env.render())
+
+    res = run_episode(env, agent, seed, label=spec, step_callback=grab)
+    frames = sampler.result(last=(res.steps, env.render()))
+    env.close()
+    return save_strip(frames, Path(folder) / f"{run_name(spec)}-seed{seed}.png",
+                      f"{env_id} {spec} seed {seed}")

@@ -95,6 +95,7 @@ def train(
     verbose: int = 0,
     device: str = "cpu",
     threads: int | None = 1,
+    max_minutes: float | None = None,
 ) -> TrainResult:
     """Train ``algo`` on ``env_id``; see the module docstring for the files written.
 
@@ -103,14 +104,15 @@ def train(
     default a tenth / a fifth of ``timesteps``). ``hyperparams``: entries replacing the config's
     (validated like the file). ``overrides``: env parameters (``--set``). ``threads``: torch
     CPU threads (default 1: the networks are small, and more threads on a shared machine are
-    several times slower; ``None`` leaves torch's default).
+    several times slower; ``None`` leaves torch's default). ``max_minutes``: stop (and save) after
+    this much wall clock even if ``timesteps`` are not reached.
     """
     from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from train.callbacks import SchedgymMetricsCallback
+    from train.callbacks import SchedgymMetricsCallback, WallClockLimit
 
     t0 = time.perf_counter()
     if threads is not None:
@@ -194,6 +196,8 @@ def train(
         callbacks.append(CheckpointCallback(max(checkpoint_freq // n_envs, 1),
                                             str(run_dir / "checkpoints"), name_prefix="model",
                                             save_vecnormalize=norm is not None))
+    if max_minutes is not None:
+        callbacks.append(WallClockLimit(60.0 * max_minutes))
     model.learn(total_timesteps=n_total, callback=callbacks, progress_bar=progress,
                 reset_num_timesteps=resume is None)
     model_path = run_dir / "model.zip"
@@ -263,6 +267,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="checkpoint every N env steps (default timesteps/5; 0 = off)")
     p.add_argument("--log-every", type=int, default=1000,
                    help="schedgym/* TensorBoard window, env steps (default 1000)")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop and save after this much wall clock (a CPU budget)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1; small networks run fastest on one)")
@@ -281,7 +287,8 @@ def main(args: argparse.Namespace) -> int:
                 eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
                 checkpoint_freq=args.checkpoint_freq, log_every=args.log_every,
                 hyperparams=parse_overrides(args.hparams), progress=not args.no_progress,
-                verbose=args.verbose, device=args.device, threads=args.threads)
+                verbose=args.verbose, device=args.device, threads=args.threads,
+                max_minutes=args.max_minutes)
     print(f"trained {args.algo} on {args.env_id} for {res.timesteps} steps in {res.wall_s:.0f} s"
           f"; model: {res.model_path}")
     print(f"compare: schedgym compare {args.env_id} --agents <classical>,"

@@ -1,0 +1,114 @@
+"""configs/*.yml load, every key is understood, and a typo is an error."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+import yaml
+
+import schedgym
+from train import hyperparams as hp
+
+
+@pytest.mark.parametrize("algo", sorted(hp.ALGOS))
+def test_every_shipped_file_loads_and_validates(algo):
+    data = hp.load_file(algo)
+    assert "default" in data  # envs added later train with no change
+    for name, entry in data.items():
+        kw, settings = hp.split_entry(algo, entry)
+        assert settings["n_timesteps"] >= 1 and settings["n_envs"] >= 1
+        cls = hp.algo_class(algo)
+        # the remaining keys are exactly constructor arguments of the SB3 class
+        import inspect
+
+        params = inspect.signature(cls.__init__).parameters
+        assert set(kw) <= set(params), (name, set(kw) - set(params))
+
+
+def test_every_env_has_a_config_for_every_supported_algo(env_id):
+    env = gym.make(env_id)
+    for algo in hp.supported_algos(env.action_space):
+        entry = hp.load_config(algo, env_id)
+        assert entry["policy"]
+    env.close()
+
+
+def test_supported_algos_follow_the_action_space():
+    from gymnasium import spaces
+
+    assert hp.supported_algos(spaces.Box(-1, 1, (3,))) == ("ppo", "a2c", "sac", "td3")
+    assert hp.supported_algos(spaces.MultiBinary(4)) == ("ppo", "a2c")
+
+
+def _write(tmp_path, algo, entry):
+    p = tmp_path / f"{algo}.yml"
+    p.write_text(yaml.safe_dump({"schedgym/GainOverhead-v0": entry}))
+    return p
+
+
+BASE = {"policy": "MultiInputPolicy", "n_timesteps": 100}
+
+
+@pytest.mark.parametrize("bad, word", [
+    ({"n_step": 64}, "n_step"),                                    # typo of n_steps
+    ({"policy_kwargs": "dict(net_arc=[64])"}, "net_arc"),          # typo inside policy_kwargs
+    ({"normalize": "dict(norm_rewards=True)"}, "norm_rewards"),    # typo inside normalize
+    ({"policy": "MultiInputPolicyy"}, "MultiInputPolicyy"),
+    ({"policy": "train.policies.NoSuchPolicy"}, "NoSuchPolicy"),
+    ({"learning_rate": "linear_3e-4"}, "learning_rate"),
+    ({"n_timesteps": 0}, "n_timesteps"),
+    ({"seed": 3}, "seed"),                                         # set by the trainer
+    ({"policy_kwargs": "dict(net_arch=[64]"}, "policy_kwargs"),    # syntax error
+])
+def test_a_typo_is_an_error_naming_it(tmp_path, bad, word):
+    path = _write(tmp_path, "ppo", {**BASE, **bad})
+    with pytest.raises(ValueError, match=word):
+        hp.load_config("ppo", "schedgym/GainOverhead-v0", path)
+
+
+def test_off_policy_keys_only_for_off_policy(tmp_path):
+    entry = {**BASE, "noise_type": "normal", "noise_std": 0.1}
+    with pytest.raises(ValueError, match="noise_(type|std)"):
+        hp.load_config("ppo", "schedgym/GainOverhead-v0", _write(tmp_path, "ppo", entry))
+    assert hp.load_config("td3", "schedgym/GainOverhead-v0", _write(tmp_path, "td3", entry))
+
+
+def test_a_typo_in_another_env_entry_is_still_an_error(tmp_path):
+    p = tmp_path / "ppo.yml"
+    p.write_text(yaml.safe_dump({"schedgym/GainOverhead-v0": BASE,
+                                 "schedgym/Other-v0": {**BASE, "gama": 0.9}}))
+    with pytest.raises(ValueError, match="gama"):
+        hp.load_config("ppo", "schedgym/GainOverhead-v0", p)
+
+
+def test_missing_entry_without_default(tmp_path):
+    p = _write(tmp_path, "ppo", BASE)
+    with pytest.raises(ValueError, match="no entry"):
+        hp.load_config("ppo", "schedgym/Nope-v0", p)
+
+
+def test_schedules_and_strings_are_converted():
+    kw, st = hp.split_entry("ppo", {**BASE, "learning_rate": "lin_1e-3", "clip_range": 0.2,
+                                    "normalize": "dict(norm_obs=False, norm_reward=True)",
+                                    "policy_kwargs": "dict(net_arch=[8], activation_fn=nn.ReLU)"})
+    assert kw["learning_rate"](1.0) == pytest.approx(1e-3)
+    assert kw["learning_rate"](0.5) == pytest.approx(5e-4)
+    assert st["normalize"] == {"norm_obs": False, "norm_reward": True}
+    import torch
+
+    assert kw["policy_kwargs"] == {"net_arch": [8], "activation_fn": torch.nn.ReLU}
+    assert hp.normalize_kwargs(True) == {} and hp.normalize_kwargs(False) is None
+
+
+def test_wrapper_keys_are_rejected_by_schedgym_train_with_a_clear_message():
+    with pytest.raises(ValueError, match="rl_zoo3"):
+        hp.split_entry("ppo", {**BASE, "frame_stack": 4})
+
+
+def test_unknown_algo():
+    with pytest.raises(ValueError, match="algo"):
+        hp.load_file("dqnn")
+
+
+def test_env_ids_drive_the_tests():
+    assert len(schedgym.ENV_IDS) >= 1

@@ -1,0 +1,230 @@
+"""Plots of a head-to-head run (``schedgym compare``), written beside its CSV as PNG and SVG.
+
+``compare.png`` / ``compare.svg`` has two panels over the slots ``t`` of the episode:
+
+1. cumulative reward per agent, mean over seeds with a 95% confidence band (Student t);
+2. the ratio of each agent's cumulative reward to the best *classical* agent's (the classical
+   agent with the highest mean return), computed per seed on the same episode (common random
+   numbers) and then averaged, with its 95% band. Learned agents (``ppo:model.zip``) are dashed.
+
+``python -m train.plots results/compare/GainOverhead-v0-paper-default`` redraws them from
+``curves.npz``. Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --record``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from agents.registry import SB3_ALGOS
+
+
+def is_learned(spec: str) -> bool:
+    """``ppo:path.zip`` and the like are learned agents; anything else is classical."""
+    return ":" in spec and spec.split(":", 1)[0].lower() in SB3_ALGOS
+
+
+def _stack(curves: Sequence[np.ndarray]) -> np.ndarray:
+    """Curves of unequal length -> ``(n, max_len)``, each padded with its final value (an
+    episode that ended earlier adds no more reward)."""
+    n = max(len(c) for c in curves)
+    out = np.empty((len(curves), n))
+    for i, c in enumerate(curves):
+        c = np.asarray(c, dtype=np.float64)
+        out[i, : len(c)] = c
+        out[i, len(c):] = c[-1] if len(c) else 0.0
+    return out
+
+
+def band(x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over axis 0 and the Student-t half-width (0 for a single row); NaN-aware."""
+    from scipy import stats
+
+    n = np.sum(np.isfinite(x), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nanmean(x, axis=0) if x.size else np.zeros(x.shape[1:])
+        sd = np.nanstd(x, axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1:])
+        half = np.where(n > 1, stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd
+                        / np.sqrt(np.maximum(n, 1)), 0.0)
+    return mean, half
+
+
+def best_classical(curves: Mapping[str, Mapping[int, np.ndarray]]) -> str:
+    """The classical agent with the highest mean return (any agent if none is classical)."""
+    pool = [a for a in curves if not is_learned(a)] or list(curves)
+    return max(pool, key=lambda a: np.mean([c[-1] if len(c) else 0.0
+                                            for c in curves[a].values()]))
+
+
+def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
+                title: str = "", name: str = "compare") -> list[Path]:
+    """Draw the two panels from ``{agent: {seed: cumulative reward per step}}``; returns the
+    PNG and SVG paths written into the folder ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ref = best_classical(curves)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    cmap = plt.get_cmap("tab10")
+    for i, (agent, by_seed) in enumerate(curves.items()):
+        seeds = sorted(by_seed)
+        y = _stack([by_seed[s] for s in seeds])
+        t = np.arange(1, y.shape[1] + 1)
+        style = "--" if is_learned(agent) else "-"
+        color = cmap(i % 10)
+        m, h = band(y)
+        label = agent if len(agent) <= 40 else agent[:18] + "..." + agent[-18:]
+        ax1.plot(t, m, style, color=color, label=label, lw=1.5)
+        ax1.fill_between(t, m - h, m + h, color=color, alpha=0.2, lw=0)
+        common = [s for s in seeds if s in curves[ref]]
+        if not common:
+            continue
+        a = _stack([by_seed[s] for s in common])
+        b = _stack([curves[ref][s] for s in common])
+        n = min(a.shape[1], b.shape[1])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.where(np.abs(b[:, :n]) > 0, a[:, :n] / b[:, :n], np.nan)
+        rm, rh = band(r)
+        ax2.plot(t[:n], rm, style, color=color, lw=1.5,
+                 label=f"{label}: {rm[-1]:.3f}" if np.isfinite(rm[-1]) else label)
+        ax2.fill_between(t[:n], rm - rh, rm + rh, color=color, alpha=0.2, lw=0)
+    n_seeds = max(len(v) for v in curves.values())
+    ax1.set_xlabel("slot / step t")
+    ax1.set_ylabel("cumulative reward")
+    ax1.set_title(f"cumulative reward (mean, 95% CI over {n_seeds} seeds)")
+    ax1.legend(fontsize=8)
+    ax2.set_xlabel("slot / step t")
+    ax2.set_ylabel(f"cumulative reward / {ref}'s")
+    ax2.set_title(f"ratio to the best classical agent ({ref})")
+    ax2.axhline(1.0, color="grey", lw=0.8)
+    ax2.legend(fontsize=8, title="final ratio", title_fontsize=8)
+    ax2.set_ylim(*_ratio_limits(ax2))
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    paths = [out / f"{name}.png", out / f"{name}.svg"]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def _ratio_limits(ax) -> tuple[float, float]:
+    """Ignore the first few noisy slots when choosing the y range of the ratio panel."""
+    vals = []
+    for line in ax.get_lines():
+        y = np.asarray(line.get_ydata(), dtype=np.float64)
+        if y.size > 10:
+            y = y[y.size // 10:]
+        vals.append(y[np.isfinite(y)])
+    v = np.concatenate(vals) if vals else np.array([1.0])
+    if v.size == 0:
+        return 0.0, 2.0
+    lo, hi = float(v.min()), float(v.max())
+    pad = 0.05 * max(hi - lo, 1e-3)
+    return lo - pad, hi + pad
+
+
+def curves_from_results(results: Sequence) -> dict[str, dict[int, np.ndarray]]:
+    """``EpisodeResult`` list -> ``{agent: {seed: curve}}`` (agent order kept)."""
+    out: dict[str, dict[int, np.ndarray]] = {}
+    for r in results:
+        out.setdefault(r.agent, {})[r.seed] = r.curve
+    return out
+
+
+def curves_from_npz(path: str | Path) -> dict[str, dict[int, np.ndarray]]:
+    """Read ``curves.npz`` written by ``schedgym compare`` (keys ``"agent|seed"``)."""
+    out: dict[str, dict[int, np.ndarray]] = {}
+    with np.load(path) as data:
+        for key in data.files:
+            agent, _, seed = key.rpartition("|")
+            out.setdefault(agent, {})[int(seed)] = data[key]
+    return out
+
+
+def save_strip(frames: Sequence[tuple[int, np.ndarray]], path: str | Path, title: str = "",
+               gif: bool = True) -> list[Path]:
+    """Save ``[(step, rgb uint8 HxWx3), ...]`` as an image strip ``path`` (PNG) and, if Pillow is
+    available, an animated GIF beside it. Returns the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = len(frames)
+    fig, axes = plt.subplots(1, n, figsize=(min(2.2 * n, 20), 2.8), squeeze=False)
+    for ax, (step, img) in zip(axes[0], frames, strict=True):
+        ax.imshow(img, interpolation="nearest", aspect="auto")
+        ax.set_title(f"t={step}", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    written = [path]
+    if gif:
+        try:
+            from PIL import Image
+        except ImportError:  # pragma: no cover - Pillow comes with matplotlib
+            return written
+        imgs = [Image.fromarray(np.asarray(f, dtype=np.uint8)) for _, f in frames]
+        g = path.with_suffix(".gif")
+        imgs[0].save(g, save_all=True, append_images=imgs[1:], duration=400, loop=0)
+        written.append(g)
+    return written
+
+
+class FrameSampler:
+    """Keep about ``n`` evenly spaced frames of an episode of unknown length: keeps every
+    ``stride``-th frame and doubles the stride (dropping every other kept frame) when full."""
+
+    def __init__(self, n: int = 8) -> None:
+        self.n = max(int(n), 1)
+        self.stride = 1
+        self.frames: list[tuple[int, np.ndarray]] = []
+
+    def wants(self, step: int) -> bool:
+        return step % self.stride == 0
+
+    def add(self, step: int, frame: np.ndarray) -> None:
+        self.frames.append((step, np.asarray(frame)))
+        if len(self.frames) >= 2 * self.n:
+            self.frames = self.frames[::2]
+            self.stride *= 2
+
+    def result(self, last: tuple[int, np.ndarray] | None = None) -> list[tuple[int, np.ndarray]]:
+        """About ``n`` evenly spaced frames, ending with ``last`` (the final state) if given."""
+        frames = list(self.frames)
+        if last is not None and (not frames or frames[-1][0] != last[0]):
+            frames.append(last)
+        if len(frames) <= self.n:
+            return frames
+        idx = np.linspace(0, len(frames) - 1, self.n).round().astype(int)
+        return [frames[i] for i in idx]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m train.plots RESULTS_DIR (holding curves.npz)", file=sys.stderr)
+        return 2
+    folder = Path(argv[0])
+    for p in plot_curves(curves_from_npz(folder / "curves.npz"), folder, folder.name):
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
