@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedgym.data import load_gpu_v2023, load_sample
+from schedgym.data.alibaba import Trace
 from schedgym.data.trace_mapping import (
     _dhondt,
     _kmeans,
@@ -182,3 +185,49 @@ def test_sample_arrivals_fixed_start_and_per_type_prob(ten_row_trace):
         tp.sample_arrivals(np.random.default_rng(0), 3, prob=np.ones(3))
     with pytest.raises(ValueError, match="start"):
         tp.sample_arrivals(np.random.default_rng(0), 3, start=3)
+
+
+# ------------------------------------------------------------ property test
+MODELS = ("", "T4", "G2", "P100")
+
+
+@st.composite
+def small_traces(draw):
+    M = draw(st.integers(2, 8))
+    models = [draw(st.sampled_from(MODELS)) for _ in range(M)]
+    models[0] = ""  # at least one CPU node
+    gpus = [0.0 if m == "" else float(draw(st.integers(1, 8))) for m in models]
+    N = draw(st.integers(1, 40))
+    cpu = [float(draw(st.sampled_from([1, 2, 4, 8, 16]))) for _ in range(N)]
+    mem = [float(draw(st.sampled_from([2, 8, 32, 64]))) for _ in range(N)]
+    gpu = [float(draw(st.sampled_from([0, 0.5, 1, 2]))) for _ in range(N)]
+    spec = [draw(st.sampled_from(["", "", "T4", "G2|T4", "A100"])) if g > 0 else ""
+            for g in gpu]
+    time = sorted(float(draw(st.integers(0, 5000))) for _ in range(N))
+    return Trace(node_cpu=[32.0] * M, node_mem=[128.0] * M, node_gpu=gpus,
+                 node_model=np.array(models), task_time=time, task_cpu=cpu, task_mem=mem,
+                 task_gpu=gpu, task_gpu_spec=np.array(spec), task_duration=[60.0] * N)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tr=small_traces(), L=st.integers(1, 6), seed=st.integers(0, 5),
+       dt=st.sampled_from([100.0, 600.0, 3600.0]))
+def test_mapping_invariants(tr, L, seed, dt):
+    try:
+        tp = build_trace_problem(n_instances=tr.n_nodes, n_types=L, slot_seconds=dt,
+                                 seed=seed, trace=tr)
+    except ValueError as exc:  # too few distinct shapes, or no reachable class: said clearly
+        assert "n_types" in str(exc) or "n_instances" in str(exc)
+        return
+    assert tp.n_types == L and tp.mask.any(axis=1).all()
+    cls = task_classes(tr)
+    for l in range(L):
+        ok = class_allowed_nodes(tr, tp.type_class[l])[tp.node_index]
+        assert not (tp.mask[l] & ~ok).any()  # locality respected
+        members = tp.task_type == l
+        assert members.sum() == tp.type_tasks[l] > 0
+        assert set(cls[members]) == {tp.type_class[l]}
+        # the representative is a real request of one of its tasks
+        assert (np.abs(tr.task_requests[members] - tp.requests[l]).sum(axis=1) == 0).any()
+    assert tp.arrival_counts.sum() == (tp.task_type >= 0).sum()
+    assert tp.n_slots == int((tr.task_time.max() - tr.task_time.min()) // dt) + 1
