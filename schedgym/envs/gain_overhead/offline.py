@@ -25,7 +25,8 @@ type for the max::
   ``sum_p max_{0<=y<=u} [n f(y) - price_p y] + sum mu c``, whose inner maxima are closed-form
   (inverse derivatives). Breakpoints are then added at those best responses, at the LP's ``y``
   and close around it, and far breakpoints are pruned, until
-  ``UB - Q(y) <= rtol * max(1, |UB|)``. Typically 5-8 LPs.
+  ``UB - Q(y) <= rtol * max(|UB|, 1e-6 * Gmax)`` (``Gmax``: the largest possible gain, a floor
+  for optima near 0). Typically 5-8 LPs.
 
 Types with ``n_l = 0`` contribute nothing and are fixed to ``y = 0``. The returned ``y*`` is moved
 onto Y by the exact projection (removing the LP solver's ~1e-9 feasibility slack) and its value is
@@ -146,7 +147,8 @@ def solve_hindsight(
         instance: the problem instance.
         counts: ``n_l >= 0``, arrivals of each type over the horizon (any non-negative weights).
         rtol: relative optimality gap at which the refinement stops (``UB - Q(y) <=
-            rtol * max(1, |UB|)``); unused when all utilities are linear.
+            rtol * max(|UB|, 1e-6 * largest possible gain)``); unused when all utilities are
+            linear.
         max_iter: most LPs to solve; at the limit the best point is returned with its bound, or
             ``RuntimeError`` if the relative gap is still above 1e-4.
         initial_points: breakpoints per non-linear pair in the first LP (>= 2).
@@ -208,6 +210,7 @@ def solve_hindsight(
         np.add.at(Y, (p_type, p_k), y)
         return gain - float(w_type @ (Y * inst.beta).max(axis=1))
 
+    gain_max = float(p_w @ utilities.value(p_code, p_alpha, p_up, scale))  # > 0
     # ---- breakpoints of the piecewise-linear inner approximation of each non-linear f
     bp_pair = np.repeat(nonlin, max(2, int(initial_points)))
     bp_val = _initial_points(p_up[nonlin], max(2, int(initial_points))).reshape(-1)
@@ -270,13 +273,14 @@ def solve_hindsight(
         if lb > best[0] or ub < best[2]:
             best = (max(lb, best[0]), y if lb > best[0] else best[1], min(ub, best[2]))
         gap = best[2] - best[0]
-        if nonlin.size == 0 or gap <= rtol * max(1.0, abs(best[2])):
+        scale_ref = max(abs(best[2]), 1e-6 * gain_max)
+        if nonlin.size == 0 or gap <= rtol * scale_ref:
             break  # all linear: the LP is the exact problem
         if it >= max_iter:
-            if gap > 1e-4 * max(1.0, abs(best[2])):
+            if gap > 1e-4 * scale_ref:
                 raise RuntimeError(
                     f"hindsight optimum did not converge in max_iter={max_iter} LPs: relative "
-                    f"gap {gap / max(1.0, abs(best[2])):.3g}; raise max_iter"
+                    f"gap {gap / scale_ref:.3g}; raise max_iter"
                 )
             break
         # prune: keep each pair's end points and the `window` breakpoints on either side of y
