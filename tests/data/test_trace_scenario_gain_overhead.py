@@ -86,3 +86,24 @@ def test_env_checkers_pass():
         warnings.simplefilter("error")
         check_env(gym.make(ID, scenario=SC, horizon=20).unwrapped, skip_render_check=True)
         sb3_check(gym.make(ID, scenario=SC, horizon=20), warn=True)
+
+
+def test_users_own_trace_without_gpus(tmp_path):
+    # a v2018-style trace (no GPUs): every type is CPU-only and may run on every node
+    from schedgym.data import load_v2018
+
+    (tmp_path / "machine_meta.csv").write_text(
+        "".join(f"m_{i},0,1,a,{32 + 32 * (i % 3)},{50 + 10 * (i % 4)},USING\n" for i in range(12)))
+    (tmp_path / "batch_task.csv").write_text(
+        "".join(f"M{i},1,j_{i},1,Terminated,{60 * i},{60 * i + 30},{100 * (1 + i % 4)},"
+                f"{0.5 * (1 + i % 3)}\n" for i in range(40)))
+    tr = load_v2018(tmp_path / "machine_meta.csv", tmp_path / "batch_task.csv")
+    env = _make(trace=tr, n_instances=8, n_types=3, slot_seconds=120.0, horizon=10)
+    inst = env.instance
+    assert (inst.n_types, inst.n_instances) == (3, 8)
+    assert inst.mask.all()  # CPU-only types: every node
+    np.testing.assert_array_equal(inst.capacities[:, 2], 0.0)  # no GPUs in v2018
+    env.reset(seed=0)
+    assert env.arrivals.shape == (10, 3)
+    with pytest.raises(ValueError, match="trace is invalid"):
+        _make(trace="batch_task.csv")

@@ -26,6 +26,8 @@ deadline ``e_n``             ``deadline="synthetic"`` (default; the trace has no
                              paper's ``D_n ~ Exp(duration_mean)`` (stream ``durations``);
                              ``"trace"``: the task's real run time (deletion - creation) as
                              ``D_n``; ``e_n = min(T - 1, s_n + floor(D_n))``
+your own trace               ``trace=`` a :class:`schedgym.data.alibaba.Trace` (e.g. from
+                             ``load_gpu_v2020``); ``None``: the shipped sample
 workload, capability, utility  synthetic: the paper generator (``job_sampler``, same named
 coefficients, cluster weights  streams as ``paper-default``)
 ===========================  ================================================================
@@ -59,7 +61,8 @@ from schedgym.envs.deadline_welfare.instance import (
 
 NAME = "alibaba-gpu-2023"
 PARAMS: dict[str, Any] = {}
-EXTRA: dict[str, Any] = {"slot_seconds": 3600.0, "constraints": True, "deadline": "synthetic"}
+EXTRA: dict[str, Any] = {"slot_seconds": 3600.0, "constraints": True, "deadline": "synthetic",
+                         "trace": None}
 DEADLINE_SOURCES = ("synthetic", "trace")
 
 
@@ -74,6 +77,7 @@ def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
         slot_seconds=check_float("slot_seconds", params["slot_seconds"], low=0.0,
                                  low_open=True),
         seed=instance_seed, constraints=check_bool("constraints", params["constraints"]),
+        trace=params.get("trace"),
     )
 
 

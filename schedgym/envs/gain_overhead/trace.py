@@ -21,7 +21,9 @@ utilities                ``utility``), the same named streams as ``paper-default
 
 Parameters besides the GainOverhead ones: ``slot_seconds`` (slot length, s), ``constraints``
 (use the GPU-model constraints), ``degree_cap`` (at most this many nodes per type; ``None``: all
-allowed nodes), ``time_window`` (``(t0, t1)`` seconds of the trace, ``None``: all).
+allowed nodes), ``time_window`` (``(t0, t1)`` seconds of the trace, ``None``: all), ``trace``
+(a :class:`schedgym.data.alibaba.Trace` read from your own files, e.g. by ``load_gpu_v2020``;
+``None``: the shipped sample).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ NAME = "alibaba-gpu-2023"
 PARAMS: dict[str, Any] = {"n_instances": 64, "n_types": 10, "horizon": 1440,
                           "arrival_prob": 1.0, "contention": 1.0}
 EXTRA: dict[str, Any] = {"slot_seconds": 1800.0, "constraints": True, "degree_cap": None,
-                         "time_window": None}
+                         "time_window": None, "trace": None}
 
 
 def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
@@ -58,7 +60,7 @@ def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
         n_instances=params["n_instances"], n_types=params["n_types"],
         slot_seconds=check_float("slot_seconds", params["slot_seconds"], low=0.0, low_open=True),
         seed=instance_seed, constraints=check_bool("constraints", params["constraints"]),
-        degree_cap=degree_cap, time_window=params["time_window"],
+        degree_cap=degree_cap, time_window=params["time_window"], trace=params.get("trace"),
     )
 
 
