@@ -20,6 +20,7 @@ from typing import Any
 _SOLVERS: dict[str, str] = {
     "GainOverheadEnv": "schedgym.envs.gain_overhead.offline:episode_benchmarks",
     "FluctuatingSpeedEnv": "schedgym.envs.fluctuating_speed.offline:episode_benchmarks",
+    "DeadlineWelfareEnv": "schedgym.envs.deadline_welfare.offline:episode_benchmarks",
 }
 
 
