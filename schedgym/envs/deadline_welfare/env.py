@@ -165,7 +165,7 @@ class DeadlineWelfareEnv(gym.Env):
         self.action_space = unit_box(U)
         self.observation_space = spaces.Dict({
             "workload": _box(1, lim[0]),
-            "window": _box(2, float(instance.horizon - 1)),
+            "window": _box(2, float(max(instance.horizon - 1, 1))),
             "allowed": _box(U, 1.0),
             "capability": _box(U, lim[1]),
             "utility_coef": _box(U, lim[2]),
