@@ -1,10 +1,12 @@
 """One entry point to the per-problem offline solvers (hindsight optimum, oracle, OPT).
 
 Each problem registers a function ``solver(env) -> dict[str, float]`` that receives the
-**unwrapped** env after an episode (so it can read the instance and the episode's pre-drawn
-exogenous data) and returns named benchmark values, e.g. ``{"hindsight_optimum": Q*}``.
-``schedgym compare`` calls :func:`episode_benchmarks` after every episode and reports, for each
-returned value ``V``, the agent's gap ``V - return`` (regret) and ratio ``V / return``.
+**unwrapped** env right after ``reset(seed)`` — every exogenous random quantity of the episode
+(arrivals, realised utilities, jobs) is pre-drawn then, so the solver reads the whole episode
+from the env and the instance — and returns named benchmark values for the full episode, e.g.
+``{"hindsight_optimum": Q*}``. ``schedgym compare`` calls :func:`episode_benchmarks` once per
+seed and reports, for each returned value ``V``, every agent's gap ``V - return`` (regret) and
+ratio ``V / return`` on that seed.
 
 Solvers may need scipy (installed with the ``train`` or ``agents`` extras); the environments
 themselves never do.

@@ -195,6 +195,7 @@ def summarise(results: list[EpisodeResult], bench: dict[int, dict[str, float]],
 def print_table(rows: list[dict[str, Any]], env_id: str, title_extra: str = "") -> None:
     """Render the summary as a rich table on stdout."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     skip = {"agent", "episodes", "decision_ms"}
@@ -209,7 +210,7 @@ def print_table(rows: list[dict[str, Any]], env_id: str, title_extra: str = "") 
         table.add_column(names.get(c, c.replace("_", " ")), justify="right")
     table.add_column("ms/decision", justify="right")
     for row in rows:
-        table.add_row(row["agent"], *[fmt_ci(row[c], row.get(c + "_ci", float("nan")))
+        table.add_row(escape(row["agent"]), *[fmt_ci(row[c], row.get(c + "_ci", float("nan")))
                                       for c in cols], f"{row['decision_ms']:.3f}")
     Console(width=max(160, 24 * (len(cols) + 2))).print(table)
     print(f"mean ± 95% CI over {rows[0]['episodes']} seeds (Student t); ratio_to_X = "

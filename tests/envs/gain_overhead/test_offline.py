@@ -174,10 +174,15 @@ def test_episode_benchmarks_bound_any_fixed_allocation(family):
     env.close()
 
 
-def test_episode_benchmarks_before_any_step_is_zero():
+def test_episode_benchmarks_right_after_reset_cover_the_whole_episode():
+    """compare calls the solver right after reset(seed): it must use every pre-drawn slot."""
     env = gym.make(ENV_ID, **SMALL, horizon=5)
     env.reset(seed=0)
-    assert episode_benchmarks(env.unwrapped) == {"hindsight_optimum": 0.0}
+    counts = env.unwrapped.arrivals.sum(axis=0)
+    assert counts.sum() > 0
+    want = hindsight_optimum(env.unwrapped.instance, counts)[1]
+    assert episode_benchmarks(env.unwrapped) == {"hindsight_optimum": pytest.approx(want)}
+    assert want > 0
 
 
 def test_regret_curve():
