@@ -1,0 +1,147 @@
+"""MAX-FIRST, EQUAL-SHARE and JSQ on hand-computed cases; water-filling against brute force;
+every DeadlineWelfare agent feasible at every step through SB3's evaluate_policy."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agents
+import schedgym  # noqa: F401
+from agents.baselines.deadline_welfare import (
+    JSQ,
+    EqualShare,
+    MaxFirst,
+    simulate_slot_policy,
+    waterfill,
+)
+from schedgym.envs.deadline_welfare import dynamics
+from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
+from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+
+ENV_ID = "schedgym/DeadlineWelfare-v0"
+AGENTS = ["onsocmax", "max-first", "equal-share", "jsq"]
+
+
+def three_slot_env(coef, capability, workload, capacity=10.0, n_jobs=1):
+    N = n_jobs
+    jobs = Jobs(arrival=[0] * N, deadline=[2] * N, workload=workload,
+                allowed=np.ones((N, 1), bool),
+                capability=np.asarray(capability, float).reshape(N, 1, 3),
+                coef=np.asarray(coef, float).reshape(N, 1, 3), weight=np.zeros(N),
+                n_slots_hint=3)
+    inst = DeadlineWelfareInstance(capacity=np.full((1, 3), capacity), jobs=jobs)
+    return DeadlineWelfareEnv(instance=inst)
+
+
+def dispatch_of(env, agent):
+    obs, _ = env.reset(seed=0)
+    a, _ = agent.predict(obs)
+    _, _, _, _, info = env.step(a)
+    return info["dispatch"][0]
+
+
+def test_max_first_hand_computed():
+    env = three_slot_env([1.0, 3.0, 2.0], [2.0, 2.0, 2.0], [3.0])
+    np.testing.assert_allclose(dispatch_of(env, MaxFirst(env)), [0.0, 2.0, 1.0], atol=1e-5)
+
+
+def test_max_first_ties_take_the_earliest_slot():
+    env = three_slot_env([2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [3.0])
+    np.testing.assert_allclose(dispatch_of(env, MaxFirst(env)), [2.0, 1.0, 0.0], atol=1e-5)
+
+
+def test_equal_share_hand_computed():
+    env = three_slot_env([1.0, 1.0, 1.0], [1.0, 5.0, 5.0], [7.0])
+    np.testing.assert_allclose(dispatch_of(env, EqualShare(env)), [1.0, 3.0, 3.0], atol=1e-5)
+    np.testing.assert_allclose(dispatch_of(env, EqualShare(env, variant="simple")),
+                               [1.0, 7 / 3, 7 / 3], atol=1e-5)
+
+
+def test_jsq_fills_the_least_loaded_units_first():
+    env = three_slot_env(np.ones((2, 3)), [[4.0, 0.1, 2.0], [5.0, 5.0, 5.0]], [6.1, 4.0],
+                         n_jobs=2)
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.ones(3, np.float32))  # usage [4, 0.1, 2]
+    agent = JSQ(env)
+    a, _ = agent.predict(obs)
+    _, _, _, _, info = env.step(a)
+    # levels 0.4, 0.01, 0.2 (C = 10): unit 1 up to 0.2 (1.9), then units 1, 2 to 0.305
+    np.testing.assert_allclose(info["dispatch"][0], [0.0, 2.95, 1.05], atol=1e-5)
+    env2 = three_slot_env(np.ones((2, 3)), [[4.0, 0.1, 2.0], [5.0, 5.0, 5.0]], [6.1, 4.0],
+                          n_jobs=2)
+    obs, _ = env2.reset(seed=0)
+    obs, *_ = env2.step(np.ones(3, np.float32))
+    a, _ = JSQ(env2, load="absolute").predict(obs)
+    np.testing.assert_allclose(env2.step(a)[4]["dispatch"][0], [0.0, 2.95, 1.05], atol=1e-5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 12), total=st.floats(0.0, 30.0))
+def test_waterfill_against_bisection(seed, m, total):
+    rng = np.random.default_rng(seed)
+    start = rng.uniform(0, 2, m)
+    end = start + rng.uniform(0, 3, m) * rng.integers(0, 2, m)
+    w = rng.uniform(0.5, 3, m)
+    x = waterfill(start, end, w, total)
+    room = w * (end - start)
+    if room.sum() <= total:
+        np.testing.assert_allclose(x, room)
+        return
+    lo, hi = float(start.min()), float(end.max())
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if (w * np.clip(mid - start, 0, end - start)).sum() > total:
+            hi = mid
+        else:
+            lo = mid
+    ref = w * np.clip(lo - start, 0, end - start)
+    np.testing.assert_allclose(x, ref, atol=1e-7)
+    assert x.sum() == pytest.approx(total, abs=1e-9)
+
+
+@pytest.mark.parametrize("util", ["linear", "log", "sqrt"])
+def test_every_agent_feasible_at_every_step_via_evaluate_policy(util):
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    kw = dict(utility=util, n_instances=4, horizon=8, n_jobs=10, capacity_mean=6.0,
+              capacity_sd=0.6, locality_size=3)
+    for name in AGENTS:
+        venv = make_vec_env(ENV_ID, n_envs=2, seed=3, env_kwargs=kw)
+        agent = agents.make(name, venv.envs[0])
+        seen = []
+
+        def check(loc, _glob, venv=venv, name=name, seen=seen):
+            for i, info in enumerate(loc["infos"]):
+                e = venv.envs[i].unwrapped
+                rho = float(np.sum(info["dispatch"])) / max(info["served"], 1e-12)
+                assert info["repair_l1"] <= 1e-5 * (1.0 + rho), (name, info["repair_l1"])
+                if not loc["dones"][i]:
+                    assert dynamics.is_feasible(e.instance, e.jobs, e.dispatch)
+                seen.append(info["repair_l1"])
+
+        rewards, _ = evaluate_policy(agent, venv, n_eval_episodes=2, callback=check,
+                                     return_episode_rewards=True)
+        assert len(seen) >= 20 and all(np.isfinite(rewards))
+
+
+def test_agents_refuse_other_envs():
+    env = gym.make("schedgym/GainOverhead-v0")
+    with pytest.raises(ValueError, match="does not support"):
+        agents.make("onsocmax", env)
+
+
+@pytest.mark.parametrize("rule", ["max-first", "equal-share"])
+def test_slot_driven_variants_are_feasible(rule):
+    env = gym.make(ENV_ID, utility="log", n_instances=3, horizon=6, n_jobs=8,
+                   capacity_mean=4.0, capacity_sd=0.4).unwrapped
+    env.reset(seed=1)
+    X = simulate_slot_policy(env.instance, env.jobs, rule)
+    assert dynamics.is_feasible(env.instance, env.jobs, X)
+    assert dynamics.social_welfare(env.instance, env.jobs, X)[0] > 0
+    with pytest.raises(ValueError, match="rule"):
+        simulate_slot_policy(env.instance, env.jobs, "greedy")

@@ -1,0 +1,79 @@
+"""Offline optimum of P1 (spec onsocmax §4.4): against cvxpy, above every online agent, and the
+empirical ratio OPT / OnSocMax below the theoretical α̂."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import schedgym  # noqa: F401
+from schedgym import offline
+from schedgym.envs.deadline_welfare import dynamics
+from schedgym.envs.deadline_welfare.offline import solve_p1
+
+ENV_ID = "schedgym/DeadlineWelfare-v0"
+SMALL = dict(n_instances=3, horizon=6, n_jobs=8, arrival_rate=2.0)
+
+
+def p1_cvxpy(inst, jobs):
+    cp = pytest.importorskip("cvxpy")
+    import scipy.sparse as sp
+
+    idx = np.argwhere(jobs.mask)
+    n, r, t = idx.T
+    x = cp.Variable(len(idx), nonneg=True)
+    a, lin = jobs.coef[n, r, t], jobs.weight[n, r, t] / inst.capacity[r, t]
+    f = {"linear": a @ x, "log": a @ cp.log(1 + x), "sqrt": a @ cp.sqrt(x)}[inst.utility]
+    J = sp.csr_matrix((np.ones(len(idx)), (n, np.arange(len(idx)))), (jobs.n_jobs, len(idx)))
+    us, inv = np.unique(r * inst.horizon + t, return_inverse=True)
+    U = sp.csr_matrix((np.ones(len(idx)), (inv, np.arange(len(idx)))), (len(us), len(idx)))
+    prob = cp.Problem(cp.Maximize(f + lin @ x), [x <= jobs.capability[n, r, t],
+                                                J @ x <= jobs.workload,
+                                                U @ x <= inst.capacity.reshape(-1)[us]])
+    prob.solve(solver=cp.CLARABEL)
+    return prob.value
+
+
+@pytest.mark.parametrize("util", ["linear", "log", "sqrt"])
+@pytest.mark.parametrize("cap", [2.0, 20.0])
+def test_opt_matches_cvxpy(util, cap):
+    env = gym.make(ENV_ID, utility=util, capacity_mean=cap, capacity_sd=0.1 * cap,
+                   locality_size=2, **SMALL).unwrapped
+    env.reset(seed=11)
+    sol = solve_p1(env.instance, env.jobs)
+    assert dynamics.is_feasible(env.instance, env.jobs, sol.X)
+    ref = p1_cvxpy(env.instance, env.jobs)
+    assert sol.value >= ref - 1e-6 * max(1.0, abs(ref))
+    assert sol.value == pytest.approx(ref, rel=1e-6)
+    assert sol.upper >= sol.value - 1e-9
+
+
+@pytest.mark.parametrize("util", ["linear", "log", "sqrt"])
+def test_opt_dominates_every_agent_and_onsocmax_ratio_below_alpha_hat(util):
+    for seed in (0, 1):
+        kw = dict(utility=util, capacity_mean=3.0, capacity_sd=0.3, **SMALL)
+        env = gym.make(ENV_ID, **kw)
+        env.reset(seed=seed)
+        opt = offline.episode_benchmarks(env)["optimum"]
+        for name in ("onsocmax", "max-first", "equal-share", "jsq"):
+            env = gym.make(ENV_ID, **kw)
+            agent = agents.make(name, env)
+            obs, _ = env.reset(seed=seed)
+            total, done = 0.0, False
+            while not done:
+                a, _ = agent.predict(obs)
+                obs, r, done, _, info = env.step(a)
+                total += r
+            assert opt >= total - 1e-6 * opt, (name, opt, total)
+            if name == "onsocmax":
+                assert opt / total <= info["alpha_hat"], (opt / total, info["alpha_hat"])
+
+
+def test_registry_entry_and_cache():
+    env = gym.make(ENV_ID, **SMALL)
+    env.reset(seed=3)
+    v1 = offline.episode_benchmarks(env)
+    v2 = offline.episode_benchmarks(env)
+    assert set(v1) == {"optimum"} and v1 == v2 and v1["optimum"] > 0
