@@ -1,0 +1,120 @@
+"""schedgym compare's additions: plots beside the CSV, --tensorboard, --record, learned agents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from train.cli import main as cli
+from train.plots import (
+    FrameSampler,
+    _stack,
+    band,
+    best_classical,
+    curves_from_npz,
+    is_learned,
+    plot_curves,
+)
+from train.tensorboard import documented_tags, read_scalars
+
+from .conftest import small_overrides
+
+
+def _sets(env_id):
+    out = []
+    for k, v in small_overrides(env_id).items():
+        out += ["--set", f"{k}={v}"]
+    return out
+
+
+def test_compare_writes_plots_tensorboard_and_record(tmp_path, env_id):
+    import gymnasium as gym
+
+    from train.tensorboard import metric_spec
+
+    out = tmp_path / "cmp"
+    rc = cli(["compare", env_id, "--agents", "random,random[seed=3]", "--seeds", "100-101",
+              *_sets(env_id), "--out", str(out), "--workers", "1", "--quiet",
+              "--no-benchmarks", "--tensorboard", str(tmp_path / "runs"), "--record",
+              "--record-frames", "4", "--log-every", "5"])
+    assert rc == 0
+    for f in ("episodes.csv", "summary.csv", "summary.json", "curves.npz", "compare.png",
+              "compare.svg"):
+        assert (out / f).is_file(), f
+    assert (out / "compare.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    env = gym.make(env_id, **small_overrides(env_id))
+    tags = set(documented_tags(metric_spec(env)))
+    env.close()
+    name = env_id.split("/")[-1]
+    for run in ("random", "random-seed=3"):
+        sc = read_scalars(tmp_path / "runs" / name / run)
+        assert set(sc) == tags
+    pngs = sorted((out / "record").glob("*.png"))
+    gifs = sorted((out / "record").glob("*.gif"))
+    assert len(pngs) == 2 and len(gifs) == 2
+    from PIL import Image
+
+    with Image.open(gifs[0]) as im:
+        assert getattr(im, "n_frames", 1) >= 2
+
+
+def test_no_plots_keeps_the_table_and_csv(tmp_path):
+    env_id = "schedgym/GainOverhead-v0"
+    out = tmp_path / "cmp"
+    assert cli(["compare", env_id, "--agents", "random", "--seeds", "1", *_sets(env_id),
+                "--out", str(out), "--workers", "1", "--quiet", "--no-plots"]) == 0
+    assert (out / "summary.csv").is_file() and not (out / "compare.png").exists()
+
+
+def test_learned_agent_next_to_classical(tmp_path):
+    from train.training import train
+
+    env_id = "schedgym/GainOverhead-v0"
+    res = train("a2c", env_id, timesteps=64, overrides=small_overrides(env_id),
+                out=tmp_path / "runs", eval_freq=0, checkpoint_freq=0)
+    out = tmp_path / "cmp"
+    spec = f"a2c:{res.model_path}"
+    assert cli(["compare", env_id, "--agents", f"random,{spec}", "--seeds", "100-101",
+                *_sets(env_id), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    curves = curves_from_npz(out / "curves.npz")
+    assert set(curves) == {"random", spec}
+    assert best_classical(curves) == "random"  # the learned agent is never the reference
+
+
+def test_stack_pads_with_the_final_value():
+    y = _stack([np.array([1.0, 2.0, 3.0]), np.array([5.0])])
+    np.testing.assert_array_equal(y, [[1, 2, 3], [5, 5, 5]])
+
+
+def test_band_is_the_student_t_interval():
+    from scipy import stats
+
+    x = np.array([[1.0, 0.0], [3.0, 0.0], [5.0, 0.0]])
+    m, h = band(x)
+    np.testing.assert_allclose(m, [3.0, 0.0])
+    np.testing.assert_allclose(h, [stats.t.ppf(0.975, 2) * 2.0 / np.sqrt(3), 0.0])
+    m1, h1 = band(x[:1])
+    np.testing.assert_allclose(h1, 0.0)
+
+
+def test_best_classical_ignores_learned_agents(tmp_path):
+    curves = {"a": {0: np.array([1.0, 2.0])}, "b": {0: np.array([1.0, 3.0])},
+              "ppo:x.zip": {0: np.array([1.0, 9.0])}}
+    assert best_classical(curves) == "b"
+    assert is_learned("ppo:x.zip") and is_learned("SAC:a/b.zip")
+    assert not is_learned("ogasched[timing=oco]") and not is_learned("random")
+    paths = plot_curves(curves, tmp_path, "t")
+    assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size for p in paths)
+
+
+@pytest.mark.parametrize("length, n", [(1, 8), (7, 8), (100, 8), (2000, 8), (33, 3)])
+def test_frame_sampler_keeps_about_n_even_frames(length, n):
+    fs = FrameSampler(n)
+    for step in range(1, length + 1):
+        if fs.wants(step):
+            fs.add(step, np.full((2, 2, 3), step % 255, dtype=np.uint8))
+    frames = fs.result(last=(length, np.zeros((2, 2, 3), dtype=np.uint8)))
+    steps = [s for s, _ in frames]
+    assert len(frames) == min(n, length)
+    assert steps == sorted(set(steps)) and steps[-1] == length
+    assert len(fs.frames) < 2 * n  # memory stays bounded
