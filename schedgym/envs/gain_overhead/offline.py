@@ -268,8 +268,8 @@ def solve_hindsight(
         has_cap = p_cap_row >= 0
         price[has_cap] += dual[p_cap_row[has_cap]]
         yb = _best_response(p_code, p_alpha, p_w, price, p_up, scale)
-        ub = float(np.sum(p_w * utilities.value(p_code, p_alpha, yb, scale) - price * yb)
-                   + dual[n_pen:] @ cap_rhs)
+        h_best = p_w * utilities.value(p_code, p_alpha, yb, scale) - price * yb
+        ub = float(h_best.sum() + dual[n_pen:] @ cap_rhs)
         if lb > best[0] or ub < best[2]:
             best = (max(lb, best[0]), y if lb > best[0] else best[1], min(ub, best[2]))
         gap = best[2] - best[0]
@@ -301,11 +301,16 @@ def solve_hindsight(
         np.maximum.at(left, bp_pair[lm], bp_val[lm])
         rm = bp_val > y[bp_pair] + eps[bp_pair]
         np.minimum.at(right, bp_pair[rm], bp_val[rm])
-        yn = y[nonlin]
-        extra = [yn + f * (right[nonlin] - yn) for f in _ZOOM] + [
-            yn - f * (yn - left[nonlin]) for f in _ZOOM]
-        bp_pair = np.concatenate([bp_pair, nonlin, nonlin] + [nonlin] * len(extra))
-        bp_val = np.concatenate([bp_val, yb[nonlin], yn] + extra)
+        # only pairs whose priced best response improves on y by a noticeable amount (the
+        # others are already optimal for the current prices: new columns would not change much)
+        h_y = p_w * utilities.value(p_code, p_alpha, y, scale) - price * y
+        delta = (h_best - h_y)[nonlin]
+        ref = nonlin[delta > 1e-3 * rtol * scale_ref / nonlin.size]
+        yn = y[ref]
+        extra = [yn + f * (right[ref] - yn) for f in _ZOOM] + [
+            yn - f * (yn - left[ref]) for f in _ZOOM]
+        bp_pair = np.concatenate([bp_pair, ref, ref] + [ref] * len(extra))
+        bp_val = np.concatenate([bp_val, yb[ref], yn] + extra)
 
     lb, y, ub = best
     y_full[p_edge, p_k] = y
