@@ -123,6 +123,10 @@ class FluctuatingSpeedEnv(gym.Env):
         self.invalid_action = check_choice("invalid_action", invalid_action,
                                            INVALID_ACTION_MODES)
         self.compute_oracle = check_bool("compute_oracle", compute_oracle)
+        if not self.compute_oracle:  # no oracle keys in info: do not report them as zeros
+            self.episode_metrics = {k: v for k, v in type(self).episode_metrics.items()
+                                    if k not in ("oracle_value", "pseudo_regret",
+                                                 "realised_regret")}
         self.instance_seed = check_seed("instance_seed", instance_seed) or 0
         sc, params = SCENARIOS.resolve(scenario, overrides)
         self.scenario = scenario

@@ -203,6 +203,8 @@ def test_compute_oracle_switch():
     env.reset(seed=0)
     info = env.step(np.zeros(env.action_space.n, dtype=np.int8))[4]
     assert "oracle_value" not in info and "pseudo_regret" not in info
+    assert "pseudo_regret" not in env.unwrapped.episode_metrics
+    assert "pseudo_regret" in make(horizon=2).unwrapped.episode_metrics
 
 
 def test_waiting_observation_is_normalised_head_of_line_age(tiny):
