@@ -106,6 +106,9 @@ class GainOverheadInstance:
                 "needs at least one edge"
             )
         check_float("reciprocal_scale", self.reciprocal_scale, low=0.0, low_open=True)
+        if self.resource_names is RESOURCE_NAMES and K != len(RESOURCE_NAMES):  # the default
+            object.__setattr__(self, "resource_names", RESOURCE_NAMES[:K] if K <= 6 else
+                               tuple(f"resource{k}" for k in range(K)))
         if len(self.resource_names) != K:
             raise ValueError(f"resource_names has {len(self.resource_names)} names: must have {K}")
         for name, arr in (("edges", edges), ("requests", req), ("capacities", cap),
