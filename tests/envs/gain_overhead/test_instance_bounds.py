@@ -100,3 +100,15 @@ def test_G_bounds_supergradient_norms(family):
         worst = max(worst, float(np.linalg.norm(dynamics.supergradient(inst, x, y))))
     assert worst <= G
     assert worst > 0.3 * G  # at y = 0 with every type arrived the gradient is close to G
+
+
+def test_default_resource_names_follow_K():
+    """An instance built by hand with K != 6 gets the first K default names (it used to raise
+    'resource_names has 6 names: must have K' unless the names were passed)."""
+    from schedgym.envs.gain_overhead.instance import GainOverheadInstance
+
+    kw = dict(edges=np.array([[0, 0]]), requests=np.ones((1, 3)), capacities=np.ones((1, 3)),
+              alpha=np.ones((1, 3)), beta=np.zeros(3), utility=np.full((1, 3), "linear"))
+    assert GainOverheadInstance(**kw).resource_names == ("cpu", "mem", "gpu")
+    with pytest.raises(ValueError, match="resource_names has 2 names: must have 3"):
+        GainOverheadInstance(**kw, resource_names=("a", "b"))
