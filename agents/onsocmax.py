@@ -97,6 +97,18 @@ class P3:
             self.mflat = np.where(self.e0 > 0, self.mflat, np.inf)
         self.mflat = np.where(self.e0 > 0, self.mflat, self.m0)
         self.live = self.cap > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # 1/m' at the two ends, for the piecewise-linear model of x(μ) in solve()
+            self.s0 = self._inv_slope(np.zeros_like(self.cap))
+            self.scap = self._inv_slope(self.cap)
+
+    def _inv_slope(self, x: np.ndarray) -> np.ndarray:
+        """dx/dμ = 1 / m'(x) (<= 0), 0 where undefined."""
+        ex = self.K * np.exp(self.lam * x)
+        expo = self.base + ex > self.pr.iota
+        dm = _fpp(self.code, self.a, x) - np.where(expo, self.lam * ex, 0.0)
+        out = 1.0 / dm
+        return np.where(np.isfinite(out) & self.live, out, 0.0)
 
     # ------------------------------------------------------------------ pieces
     def price(self, x: np.ndarray) -> np.ndarray:
@@ -122,7 +134,9 @@ class P3:
         c = self.b[idx] - self.base - mu
         lo = self.e0[idx]
         hi = self.cap[idx]
-        x = 0.5 * (lo + hi) if guess is None else np.clip(guess[idx], lo, hi)
+        mid = 0.5 * (lo + hi)
+        x = mid if guess is None else np.where(np.isfinite(guess[idx]),
+                                               np.clip(guess[idx], lo, hi), mid)
         log = self.code == LOG
         for _ in range(100):
             ex = K * np.exp(lam * x)
@@ -243,7 +257,8 @@ class P3:
             x[ie] = self._exp_solve(ie, mu, guess)
             xe = x[ie]
             dm[ie] = _fpp(code, a[ie], xe) - self.lam[ie] * self.K[ie] * np.exp(self.lam[ie] * xe)
-        return x, np.where(inner, 1.0 / dm, 0.0)
+        dx = np.where(inner, 1.0 / dm, 0.0)
+        return x, np.where(np.isfinite(dx), dx, 0.0)
 
     def solve(self, tol: float = 1e-12) -> tuple[np.ndarray, float]:
         """Exact solution ``(x*, μ*)`` of P3 (spec §3.3)."""
@@ -270,6 +285,8 @@ class P3:
         for it in range(200):
             if it:
                 x, dx = self.x_of(mu, guess=guess)
+                if not np.isfinite(x.sum()):  # never expected; retry cold
+                    x, dx = self.x_of(mu)
             s = x.sum() - self.rho
             if abs(s) <= tol * self.rho:
                 return self._finish(x), mu
@@ -277,8 +294,7 @@ class P3:
                 lo = mu
             else:
                 hi = mu
-            deriv = float(dx.sum())
-            mn = mu - s / deriv if deriv < 0 else math.nan
+            mn = self._model_step(mu, x, dx)
             if not (lo < mn < hi):
                 mn = 0.5 * (lo + hi)
             if hi - lo <= 1e-15 * max(1.0, hi):
@@ -286,6 +302,28 @@ class P3:
             guess = x + (mn - mu) * dx
             mu = mn
         return self._tie_fill(lo, hi), hi
+
+    def _model_step(self, mu: float, x: np.ndarray, dx: np.ndarray) -> float:
+        """Next μ from a piecewise-linear model of every x_r(μ), exact at known points:
+        interior units through ``(μ, x_r)`` with slope ``dx_r``; capped units through
+        ``(m_r(cap), cap)`` and zero units through ``(m_r(0), 0)`` with the slope there (so the
+        model sees units about to enter or leave). Solved exactly by water-filling in ``-μ``."""
+        interior = dx < 0
+        atcap = ~interior & (x >= self.cap) & self.live
+        atzero = ~interior & ~atcap & self.live & np.isfinite(self.m0)
+        anchor_mu = np.where(interior, mu, np.where(atcap, self.mcap, self.m0))
+        anchor_x = np.where(atcap, self.cap, np.where(interior, x, 0.0))
+        slope = np.where(interior, dx, np.where(atcap, self.scap,
+                                                np.where(atzero, self.s0, 0.0)))
+        use = slope < 0
+        if not use.any():
+            return math.nan
+        w = -slope[use]  # x = w * (c - μ) clipped to [0, cap] with c = anchor_mu + anchor_x / w
+        c = anchor_mu[use] + anchor_x[use] / w
+        cap = self.cap[use]
+        fixed = float(np.sum(np.where(~use & self.live, x, 0.0)))
+        _, level = _waterfill_level(-c, -c + cap / w, w, self.rho - fixed)
+        return math.nan if level is None else -level
 
     def _flat_multiplier(self) -> float:
         """μ with Σ clip(xf(μ), 0, cap) = ρ where xf solves f'(x) + b - ι = μ (every price at
@@ -342,6 +380,21 @@ class P3:
         r.append(abs(mu * (x.sum() - self.rho)) / max(1.0, self.rho))
         r.append(max(0.0, x.sum() - self.rho))
         return max(r)
+
+
+def _waterfill_level(start: np.ndarray, end: np.ndarray, weight: np.ndarray,
+                     total: float) -> tuple[np.ndarray, float | None]:
+    """``(x, L)`` with ``x = weight * clip(L - start, 0, end - start)`` summing to ``total``;
+    ``L = None`` when even the full ``weight * (end - start)`` sums to at most ``total``."""
+    room = weight * (end - start)
+    if total <= 0 or room.sum() <= total:
+        return room, None
+    bps = np.unique(np.concatenate([start, end]))
+    g = (weight * np.clip(bps[:, None] - start, 0.0, end - start)).sum(axis=1)
+    j = min(max(int(np.searchsorted(g, total)), 1), bps.size - 1)
+    l0, l1, g0, g1 = bps[j - 1], bps[j], g[j - 1], g[j]
+    level = float(l0 + (total - g0) / (g1 - g0) * (l1 - l0)) if g1 > g0 else float(l1)
+    return weight * np.clip(level - start, 0.0, end - start), level
 
 
 def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float = 0.99,
