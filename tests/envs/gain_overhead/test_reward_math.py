@@ -9,6 +9,8 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedgym.core.utilities import FAMILIES
 from schedgym.envs.gain_overhead import dynamics
@@ -188,3 +190,15 @@ def test_dynamics_project_matches_cvxpy(seed):
         assert dynamics.is_feasible(inst, y, tol=1e-9)
         # a feasible point is its own projection
         np.testing.assert_allclose(dynamics.project(inst, y), y, rtol=0, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.01, 5.0), st.floats(0.05, 20.0))
+def test_dynamics_project_in_Y_and_fixes_feasible_points(seed, spread, contention):
+    inst = generate(dict(DEFAULTS, n_types=4, n_instances=5, n_resources=3,
+                         contention=contention), seed % 50)
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0.5, spread, inst.edge_caps.shape) * inst.edge_caps
+    y = dynamics.project(inst, z)
+    assert dynamics.feasibility_violation(inst, y) <= 1e-12 * (1 + inst.capacities.max())
+    np.testing.assert_allclose(dynamics.project(inst, y), y, rtol=0, atol=1e-9)
