@@ -253,3 +253,21 @@ def test_render_modes():
     env.reset(seed=0)
     env.step(env.action_space.sample())
     assert "welfare" in env.render()
+
+
+def test_trace_scenario_runs_and_passes_checkers():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(ENV_ID, scenario="alibaba-gpu-2023")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ResourceWarning)
+        check_env(env.unwrapped)
+    env.reset(seed=2)
+    e = env.unwrapped
+    assert e.instance.n_instances == 10 and e.jobs.n_jobs <= 20
+    done = False
+    while not done:
+        _, r, done, _, _ = env.step(np.ones(env.action_space.shape, np.float32))
+        assert np.isfinite(r)
+    assert dynamics.is_feasible(e.instance, e.jobs, e.dispatch)
