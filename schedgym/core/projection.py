@@ -84,10 +84,11 @@ def _theta_first_segment(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.
     point that exceeds the capacity by little (e.g. a feasible allocation after float32 rounding).
     Returns ``(theta, ok)``; ``ok`` is False where theta lies further right.
     """
-    free = (zt > 0) & (zt - at <= 0) & (at > 0)
-    m = free.sum(axis=0)
-    first = np.minimum(np.where(zt - at > 0, zt - at, np.inf).min(axis=0),
-                       np.where(zt > 0, zt, np.inf).min(axis=0))
+    d = zt - at
+    above_cap = d > 0
+    positive = zt > 0
+    m = (positive & ~above_cap & (at > 0)).sum(axis=0)
+    first = np.minimum(np.where(above_cap, d, np.inf), np.where(positive, zt, np.inf)).min(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = (g0 - cc) / m
     return theta, (m > 0) & (theta <= first)
@@ -100,16 +101,16 @@ def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray
     s0 = v.sum(axis=0)
     need = np.flatnonzero(s0 > c)
     if need.size:
-        zz = zt[:, need]
-        aa = at[:, need]
+        zz = np.take(zt, need, axis=1)  # C-contiguous, unlike zt[:, need]
+        aa = np.take(at, need, axis=1)
         cc = c[need]
         g0 = s0[need]
         theta, ok = _theta_first_segment(zz, aa, cc, g0)
         hard = np.flatnonzero(~ok)
         if hard.size:
             solver = _theta_small if zt.shape[0] <= SMALL_GROUP else _theta_sorted
-            theta[hard] = solver(np.ascontiguousarray(zz[:, hard]),
-                                 np.ascontiguousarray(aa[:, hard]), cc[hard], g0[hard])
+            theta[hard] = solver(np.take(zz, hard, axis=1), np.take(aa, hard, axis=1), cc[hard],
+                                 g0[hard])
         vv = np.minimum(np.maximum(zz - theta, 0.0), aa)
         tot = vv.sum(axis=0)
         over = tot > cc
