@@ -217,3 +217,26 @@ def test_paper_default_size_matches_cvxpy(family):
     assert sol.value == pytest.approx(cvxpy_hindsight(inst, n), rel=1e-6)
     assert dynamics.is_feasible(inst, sol.allocation, tol=1e-9)
     env.close()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_best_response_is_the_box_maximiser(family):
+    """The closed-form argmax of w f(y) - price y on [0, u] behind the Lagrangian bound."""
+    from schedgym.core.utilities import FAMILY_CODES, value
+    from schedgym.envs.gain_overhead.offline import _best_response
+
+    rng = np.random.default_rng(0)
+    n = 300
+    code = np.full(n, FAMILY_CODES[family], dtype=np.int8)
+    alpha, w = rng.uniform(0.5, 2.0, n), rng.uniform(0.1, 1.0, n)
+    price = rng.uniform(-0.1, 1.5, n) * w * np.where(family == "reciprocal", 0.3, 1.0)
+    upper = rng.uniform(0.0, 30.0, n)
+    yb = _best_response(code, alpha, w, price, upper, 2.0)
+    assert np.all((yb >= 0) & (yb <= upper))
+    grid = upper[:, None] * np.linspace(0.0, 1.0, 3001)[None, :]
+    obj = lambda v: w[:, None] * value(code[:, None], alpha[:, None], v, 2.0) \
+        - price[:, None] * v  # noqa: E731
+    best_grid = obj(grid).max(axis=1)
+    got = obj(yb[:, None])[:, 0]
+    assert np.all(got >= best_grid - 1e-12)
+    assert np.all(got <= best_grid + 1e-4 * (1 + np.abs(best_grid)))
