@@ -129,8 +129,9 @@ def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.nd
         c: per-group capacities ``>= 0``, shape ``(G,)`` (``z.shape[:-1]``).
 
     Returns:
-        ``v`` of the same shape as ``z``, with ``0 <= v <= a`` and ``v.sum(-1) <= c`` exactly
-        (a final rescaling removes the last ulp of rounding excess).
+        ``v`` of the same shape as ``z``, with ``0 <= v <= a`` exactly and ``v.sum(-1) <= c`` up
+        to the rounding of the sum itself (a final rescaling removes the solve's rounding
+        excess; summing the entries in another order can still differ from ``c`` by an ulp).
     """
     z = np.asarray(z, dtype=np.float64)
     n = z.shape[-1]
