@@ -74,7 +74,9 @@ class GainOverheadEnv(gym.Env):
     ## Arguments
     ``gym.make("schedgym/GainOverhead-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, **overrides)``. Scenarios: ``paper-default``,
-    ``paper-headline``, ``large-scale`` (and later trace-driven ones). Overrides: ``n_types`` (L),
+    ``paper-headline``, ``large-scale`` and the trace-driven ``alibaba-gpu-2023`` (see
+    :mod:`schedgym.envs.gain_overhead.trace`, which adds its own parameters such as
+    ``slot_seconds`` and ``trace``). Overrides: ``n_types`` (L),
     ``n_instances`` (R), ``n_resources`` (K <= 6), ``horizon`` (T), ``arrival_prob`` (rho),
     ``contention``, ``alpha_range``, ``beta_range``, ``utility`` (linear, log, reciprocal, poly,
     mixed, or an ``(R, K)`` array of names), ``density`` (2, 2.5, 3), ``degree_choices``,
