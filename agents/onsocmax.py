@@ -182,7 +182,7 @@ class P3:
         rho = self.rho
         jumps = np.unique(self.m0[self.live & (self.e0 > 0) & (self.m0 > 0)])
         lo, hi = 0.0, float(np.max(self.m0[self.live])) + 1.0
-        if jumps.size:
+        if jumps.size and jumps.size * self.cap.size <= 4096:  # all jumps at once
             g_minus = self._x_linear(jumps, strict=False).sum(axis=1)  # g just below the jump
             g_plus = self._x_linear(jumps, strict=True).sum(axis=1)  # g just above
             hit = np.flatnonzero((g_plus <= rho) & (g_minus >= rho))
@@ -195,6 +195,21 @@ class P3:
                 lo = float(above.max())
             if below.size:
                 hi = float(below.min())
+        elif jumps.size:  # many jumps: binary search for the first k with g(J_k+) <= ρ
+            a, b = 0, jumps.size
+            while a < b:
+                k = (a + b) // 2
+                if self._x_linear(jumps[k], strict=True).sum() <= rho:
+                    b = k
+                else:
+                    a = k + 1
+            if a < jumps.size:
+                mu = float(jumps[a])
+                if self._x_linear(mu, strict=False).sum() >= rho:
+                    return self._tie_fill(mu, mu), mu
+                hi = mu
+            if a > 0:
+                lo = float(jumps[a - 1])
         mu = 0.5 * (lo + hi)
         for _ in range(200):
             x = self._x_linear(mu, strict=False)
