@@ -43,6 +43,11 @@ from schedgym.envs.deadline_welfare.pricing import Pricing
 SOLVERS = ("kkt", "alm")
 
 
+def _clip(x, lo, hi):
+    """``np.clip`` without its Python-level overhead (a hot path on small arrays)."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
 def _fp(code: int, a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """f'(x) (x > 0 for sqrt)."""
     if code == LINEAR:
@@ -87,7 +92,7 @@ class P3:
         self.lam = al / self.C
         self.K = ka * np.exp(self.lam * np.minimum(self.omega, self.C))
         self.base = io / al  # φ = max(ι, base + K e^{λ x}) above the threshold
-        self.e0 = np.clip(self.C / (al - 1.0) - self.omega, 0.0, self.cap)  # end of flat part
+        self.e0 = _clip(self.C / (al - 1.0) - self.omega, 0.0, self.cap)  # end of flat part
         with np.errstate(divide="ignore", invalid="ignore"):
             self.m0 = self.marginal(np.zeros_like(self.cap))
             self.mcap = self.marginal(self.cap)
@@ -136,7 +141,7 @@ class P3:
         hi = self.cap[idx]
         mid = 0.5 * (lo + hi)
         x = mid if guess is None else np.where(np.isfinite(guess[idx]),
-                                               np.clip(guess[idx], lo, hi), mid)
+                                               _clip(guess[idx], lo, hi), mid)
         log = self.code == LOG
         for _ in range(100):
             ex = K * np.exp(lam * x)
@@ -151,7 +156,7 @@ class P3:
             step = h / (fpp - lam * ex)
             xn = x - step
             if np.max(np.abs(step) - 1e-13 * (1.0 + x)) <= 0.0:
-                return np.clip(xn, self.e0[idx], self.cap[idx])
+                return _clip(xn, self.e0[idx], self.cap[idx])
             pos = h > 0
             lo = np.where(pos, x, lo)
             hi = np.where(pos, hi, x)
@@ -172,7 +177,7 @@ class P3:
         zero = (self.m0 <= mu) if strict else (self.m0 < mu)
         arg = (self.a + self.b - mu - self.base) / self.K
         x = np.log(np.maximum(arg, 1e-300)) / self.lam
-        x = np.clip(x, self.e0, self.cap)
+        x = _clip(x, self.e0, self.cap)
         x = np.where(zero, 0.0, np.where(full, self.cap, x))
         return np.where(self.live, x, 0.0)
 
@@ -264,7 +269,7 @@ class P3:
         ie = inner & expo
         iflat = inner & ~expo
         # flat price region: closed form
-        xf = np.clip(_flat_x(code, a, np.maximum(mu - self.b + self.pr.iota, 1e-300)), 0.0,
+        xf = _clip(_flat_x(code, a, np.maximum(mu - self.b + self.pr.iota, 1e-300)), 0.0,
                      self.e0)
         x = np.where(full, self.cap, np.where(iflat, xf, 0.0))
         dm = _fpp(code, a, x)
@@ -354,7 +359,7 @@ class P3:
             d = np.maximum(mu - b + io, 1e-300)
             xf = _flat_x(code, a, d)
             inner = (xf > 0) & (xf < cap) & live
-            s = float(np.where(live, np.clip(xf, 0.0, cap), 0.0).sum()) - rho
+            s = float(np.where(live, _clip(xf, 0.0, cap), 0.0).sum()) - rho
             if s > 0:
                 lo = mu
             else:
@@ -367,7 +372,7 @@ class P3:
         return hi
 
     def _finish(self, x: np.ndarray) -> np.ndarray:
-        x = np.clip(x, 0.0, self.cap)
+        x = _clip(x, 0.0, self.cap)
         s = x.sum()
         if s > self.rho:
             x = x * (self.rho / s)
@@ -404,12 +409,12 @@ def _waterfill_level(start: np.ndarray, end: np.ndarray, weight: np.ndarray,
     room = weight * (end - start)
     if total <= 0 or room.sum() <= total:
         return room, None
-    bps = np.unique(np.concatenate([start, end]))
-    g = (weight * np.clip(bps[:, None] - start, 0.0, end - start)).sum(axis=1)
+    bps = np.sort(np.concatenate([start, end]))
+    g = (weight * _clip(bps[:, None] - start, 0.0, end - start)).sum(axis=1)
     j = min(max(int(np.searchsorted(g, total)), 1), bps.size - 1)
     l0, l1, g0, g1 = bps[j - 1], bps[j], g[j - 1], g[j]
     level = float(l0 + (total - g0) / (g1 - g0) * (l1 - l0)) if g1 > g0 else float(l1)
-    return weight * np.clip(level - start, 0.0, end - start), level
+    return weight * _clip(level - start, 0.0, end - start), level
 
 
 def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float = 0.99,
@@ -424,7 +429,7 @@ def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float 
     eta_k, eps_k = 1.0 / sig, 1.0 / sig**theta1
 
     def grad(x: np.ndarray, sig: float) -> np.ndarray:
-        xc = np.clip(x, 0.0, p.cap)
+        xc = _clip(x, 0.0, p.cap)
         g = p.price(xc) - _fp(p.code, p.a, np.maximum(x, 1e-8)) - p.b
         g = g + max(mu + sig * (x.sum() - p.rho), 0.0)
         g = g + np.maximum(y + sig * (x - p.cap), 0.0) - np.maximum(z - sig * x, 0.0)
@@ -453,7 +458,7 @@ def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float 
         else:
             sig *= growth
             eta_k, eps_k = 1.0 / sig, 1.0 / sig**theta1
-    return p._finish(np.clip(x, 0.0, p.cap))
+    return p._finish(_clip(x, 0.0, p.cap))
 
 
 def solve_p3_cvxpy(p: P3, solver: str = "CLARABEL") -> np.ndarray:
