@@ -102,10 +102,7 @@ class P3:
             self.mflat = np.where(self.e0 > 0, self.mflat, np.inf)
         self.mflat = np.where(self.e0 > 0, self.mflat, self.m0)
         self.live = self.cap > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # 1/m' at the two ends, for the piecewise-linear model of x(μ) in solve()
-            self.s0 = self._inv_slope(np.zeros_like(self.cap))
-            self.scap = self._inv_slope(self.cap)
+        self._ends: tuple[np.ndarray, np.ndarray] | None = None  # 1/m' at 0 and cap, lazily
 
     def _inv_slope(self, x: np.ndarray) -> np.ndarray:
         """dx/dμ = 1 / m'(x) (<= 0), 0 where undefined."""
@@ -288,15 +285,25 @@ class P3:
     def _solve(self, tol: float) -> tuple[np.ndarray, float]:
         if not self.live.any() or self.rho <= 0:
             return np.zeros_like(self.cap), 0.0
+        if self.code == LINEAR:
+            x0, _ = self.x_of(0.0)
+            if x0.sum() <= self.rho * (1 + tol):
+                return self._finish(x0), 0.0
+            return self._solve_linear(tol)
+        # Prices are >= ι, so x(μ) <= the flat-price solution xf(μ) and the flat problem's
+        # multiplier (closed form inside, cheap) is an upper bracket hi; when no unit of the
+        # answer leaves the flat price region (the common case) it is the answer.
+        hi = self._flat_multiplier()
+        if hi <= 0.0:  # Σ x(0) <= Σ xf(0) <= ρ
+            x0, _ = self.x_of(0.0)
+            return self._finish(x0), 0.0
+        x, dx = self.x_of(hi)
+        if abs(x.sum() - self.rho) <= tol * self.rho:
+            return self._finish(x), hi
         x0, _ = self.x_of(0.0)
         if x0.sum() <= self.rho * (1 + tol):
             return self._finish(x0), 0.0
-        if self.code == LINEAR:
-            return self._solve_linear(tol)
-        # bracket: g(lo) > ρ >= g(hi). Prices are >= ι, so x(μ) <= the flat-price solution
-        # and the flat problem's multiplier (closed form inside, cheap) is an upper bracket.
-        lo, hi = 0.0, self._flat_multiplier()
-        x, dx = self.x_of(hi)
+        lo = 0.0  # bracket: g(lo) > ρ >= g(hi)
         while x.sum() > self.rho * (1 + tol):  # numerical safety only
             lo, hi = hi, 2.0 * hi + 1e-12
             x, dx = self.x_of(hi)
@@ -328,13 +335,15 @@ class P3:
         interior units through ``(μ, x_r)`` with slope ``dx_r``; capped units through
         ``(m_r(cap), cap)`` and zero units through ``(m_r(0), 0)`` with the slope there (so the
         model sees units about to enter or leave). Solved exactly by water-filling in ``-μ``."""
+        if self._ends is None:
+            self._ends = (self._inv_slope(np.zeros_like(self.cap)), self._inv_slope(self.cap))
+        s0, scap = self._ends
         interior = dx < 0
         atcap = ~interior & (x >= self.cap) & self.live
         atzero = ~interior & ~atcap & self.live & np.isfinite(self.m0)
         anchor_mu = np.where(interior, mu, np.where(atcap, self.mcap, self.m0))
         anchor_x = np.where(atcap, self.cap, np.where(interior, x, 0.0))
-        slope = np.where(interior, dx, np.where(atcap, self.scap,
-                                                np.where(atzero, self.s0, 0.0)))
+        slope = np.where(interior, dx, np.where(atcap, scap, np.where(atzero, s0, 0.0)))
         use = slope < 0
         if not use.any():
             return math.nan
@@ -346,30 +355,40 @@ class P3:
         return math.nan if level is None else -level
 
     def _flat_multiplier(self) -> float:
-        """μ with Σ clip(xf(μ), 0, cap) = ρ where xf solves f'(x) + b - ι = μ (every price at
-        ι): an upper bound of μ* (log, sqrt). Newton with bisection safeguard."""
-        code, a, b, io, cap, rho = self.code, self.a, self.b, self.pr.iota, self.cap, self.rho
-        live = self.live
-        # μ high enough that every unit gets at most rho/m: f'(rho/m) + b - ι
-        hi = float(np.max(np.where(live, _fp(code, a, np.full_like(a, rho / a.size)) + b - io,
-                                   0.0))) + 1e-12
-        lo = 0.0
-        mu = hi
+        """μ >= 0 with Σ clip(xf(μ), 0, cap) = ρ (0 if even μ = 0 gives <= ρ), where xf solves
+        f'(x) + b - ι = μ (every price at ι): an upper bound of μ* (log, sqrt). Starts from
+        the closed form that ignores the clipping and the spread of b, then Newton with a
+        bisection safeguard."""
+        code, a, cap, rho, live = self.code, self.a, self.cap, self.rho, self.live
+        c = self.pr.iota - self.b  # xf(μ) solves f'(x) = μ + c
+        al = a[live]
+        if code == LOG:
+            mu = float(al.sum() / (rho + al.size) - c[live].mean())
+        else:
+            mu = float(math.sqrt(float(al @ al) / (4.0 * rho)) - c[live].mean())
+        mu = max(mu, 0.0)
+        lo, hi = 0.0, math.inf
         for _ in range(100):
-            d = np.maximum(mu - b + io, 1e-300)
-            xf = _flat_x(code, a, d)
-            inner = (xf > 0) & (xf < cap) & live
-            s = float(np.where(live, _clip(xf, 0.0, cap), 0.0).sum()) - rho
+            xf = _flat_x(code, a, np.maximum(mu + c, 1e-300))
+            xc = _clip(xf, 0.0, cap)
+            s = float(xc[live].sum()) - rho
+            if abs(s) <= 1e-13 * rho:
+                return mu
             if s > 0:
                 lo = mu
             else:
+                if mu <= 0.0:
+                    return 0.0
                 hi = mu
-            if abs(s) <= 1e-14 * rho or hi - lo <= 1e-15 * max(1.0, hi):
-                return mu if s <= 0 else hi
-            deriv = float(np.sum(np.where(inner, 1.0 / _fpp(code, a, xf), 0.0)))
+            inner = live & (xf > 0.0) & (xf < cap)
+            deriv = float(np.sum(1.0 / _fpp(code, a[inner], xf[inner])))
             mn = mu - s / deriv if deriv < 0 else math.nan
-            mu = mn if lo < mn < hi else 0.5 * (lo + hi)
-        return hi
+            if not (lo < mn < hi):
+                mn = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * mu + 1.0
+            if math.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, hi):
+                return hi
+            mu = mn
+        return hi if math.isfinite(hi) else mu
 
     def _finish(self, x: np.ndarray) -> np.ndarray:
         x = _clip(x, 0.0, self.cap)
