@@ -300,13 +300,12 @@ class P3:
         x, dx = self.x_of(hi)
         if abs(x.sum() - self.rho) <= tol * self.rho:
             return self._finish(x), hi
-        x0, _ = self.x_of(0.0)
-        if x0.sum() <= self.rho * (1 + tol):
-            return self._finish(x0), 0.0
-        lo = 0.0  # bracket: g(lo) > ρ >= g(hi)
+        lo = 0.0  # bracket: g(lo) > ρ >= g(hi); g(0) is evaluated only if the model asks
+        zero_checked = False
         while x.sum() > self.rho * (1 + tol):  # numerical safety only
             lo, hi = hi, 2.0 * hi + 1e-12
             x, dx = self.x_of(hi)
+            zero_checked = True
         mu = hi
         guess = None
         for it in range(200):
@@ -322,6 +321,11 @@ class P3:
             else:
                 hi = mu
             mn = self._model_step(mu, x, dx)
+            if not zero_checked and not mn > 0.0:  # the model puts μ* at 0: is it?
+                zero_checked = True
+                x0, _ = self.x_of(0.0)
+                if x0.sum() <= self.rho * (1 + tol):
+                    return self._finish(x0), 0.0
             if not (lo < mn < hi):
                 mn = 0.5 * (lo + hi)
             if hi - lo <= 1e-15 * max(1.0, hi):
