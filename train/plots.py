@@ -7,8 +7,9 @@
    agent with the highest mean return), computed per seed on the same episode (common random
    numbers) and then averaged, with its 95% band. Learned agents (``ppo:model.zip``) are dashed.
 
-``python -m train.plots results/compare/GainOverhead-v0-paper-default`` redraws them from
-``curves.npz``. Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --record``.
+``python -m train.plots results/compare/GainOverhead-v0-paper-default [AGENT]`` redraws them
+from ``curves.npz`` (with ``AGENT`` as the ratio's reference instead of the best classical
+agent). Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --record``.
 """
 
 from __future__ import annotations
@@ -60,9 +61,12 @@ def best_classical(curves: Mapping[str, Mapping[int, np.ndarray]]) -> str:
 
 
 def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
-                title: str = "", name: str = "compare") -> list[Path]:
+                title: str = "", name: str = "compare", reference: str | None = None
+                ) -> list[Path]:
     """Draw the two panels from ``{agent: {seed: cumulative reward per step}}``; returns the
-    PNG and SVG paths written into the folder ``out``."""
+    PNG and SVG paths written into the folder ``out``. ``reference``: the agent of the ratio
+    panel (default :func:`best_classical`; pass one to leave out a clairvoyant benchmark agent
+    such as FluctuatingSpeed's ``oracle``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -70,7 +74,10 @@ def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ref = best_classical(curves)
+    if reference is not None and reference not in curves:
+        raise ValueError(f"reference={reference!r} is invalid: must be one of "
+                         f"{', '.join(curves)}")
+    ref = reference or best_classical(curves)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     cmap = plt.get_cmap("tab10")
     for i, (agent, by_seed) in enumerate(curves.items()):
@@ -102,7 +109,8 @@ def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
     ax1.legend(fontsize=8)
     ax2.set_xlabel("slot / step t")
     ax2.set_ylabel(f"cumulative reward / {ref}'s")
-    ax2.set_title(f"ratio to the best classical agent ({ref})")
+    ax2.set_title(f"ratio to the best classical agent ({ref})" if reference is None
+                  else f"ratio to {ref}")
     ax2.axhline(1.0, color="grey", lw=0.8)
     ax2.legend(fontsize=8, title="final ratio", title_fontsize=8)
     ax2.set_ylim(*_ratio_limits(ax2))
@@ -217,11 +225,14 @@ class FrameSampler:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m train.plots RESULTS_DIR (holding curves.npz)", file=sys.stderr)
+    if len(argv) not in (1, 2):
+        print("usage: python -m train.plots RESULTS_DIR [REFERENCE_AGENT] (RESULTS_DIR holds "
+              "curves.npz)", file=sys.stderr)
         return 2
     folder = Path(argv[0])
-    for p in plot_curves(curves_from_npz(folder / "curves.npz"), folder, folder.name):
+    ref = argv[1] if len(argv) == 2 else None
+    for p in plot_curves(curves_from_npz(folder / "curves.npz"), folder, folder.name,
+                         reference=ref):
         print(f"wrote {p}")
     return 0
 
