@@ -5,8 +5,8 @@ same ``instance_seed`` (so the same instance and the same pre-drawn arrivals). E
 parallel worker processes. Prints a table (mean ± 95% CI over seeds), and writes
 ``episodes.csv`` (one row per agent and seed), ``summary.csv``, ``summary.json`` and
 ``curves.npz`` (cumulative reward per step) into ``--out``, with ``compare.png``/``compare.svg``
-beside them (cumulative reward vs time with 95% bands, and the ratio to the best classical agent;
-``--no-plots`` skips them).
+beside them (cumulative reward vs time with 95% bands, and the ratio to the best classical agent,
+or to ``--reference`` when given; ``--no-plots`` skips them).
 
 Learned agents (``ppo:path/model.zip``) play next to classical ones on the same seeds.
 ``--tensorboard runs/`` also writes every agent's ``schedgym/*`` tags (the same tags as
@@ -332,7 +332,7 @@ def main(args: argparse.Namespace) -> int:
         from train.plots import curves_from_results, plot_curves
 
         paths = plot_curves(curves_from_results(results), out, f"{args.env_id} [{scen}, "
-                            f"instance_seed={args.instance_seed}]")
+                            f"instance_seed={args.instance_seed}]", reference=args.reference)
         print("wrote " + ", ".join(str(p) for p in paths))
     if tb is not None:
         for d in write_tensorboard(tb, args.env_id, results, args.scenario, args.instance_seed,
