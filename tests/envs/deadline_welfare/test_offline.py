@@ -77,3 +77,32 @@ def test_registry_entry_and_cache():
     v1 = offline.episode_benchmarks(env)
     v2 = offline.episode_benchmarks(env)
     assert set(v1) == {"optimum"} and v1 == v2 and v1["optimum"] > 0
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0, 10.0])
+def test_one_way_trading_stress_ratio_below_alpha_hat(p):
+    """Spec §4.4(b): one unit (C = 20, β = 0), small linear jobs whose values rise geometrically
+    from ι = 1 to p, then one block of volume C at value p. OPT / OnSocMax must stay <= α̂."""
+    from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
+    from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+    from schedgym.envs.deadline_welfare.pricing import alpha_hat
+
+    values = np.geomspace(1.0, p, 60)
+    N = values.size + 1
+    vol = np.concatenate([np.full(values.size, 0.05 * 20 / 3), [20.0]])
+    jobs = Jobs(arrival=np.zeros(N, int), deadline=np.zeros(N, int), workload=vol,
+                allowed=np.ones((N, 1), bool), capability=vol,
+                coef=np.concatenate([values, [p]]), weight=np.zeros(N), n_slots_hint=1)
+    env = DeadlineWelfareEnv(instance=DeadlineWelfareInstance(capacity=np.full((1, 1), 20.0),
+                                                              jobs=jobs))
+    agent = agents.make("onsocmax", env)
+    obs, info = env.reset(seed=0)
+    assert info["iota"] == pytest.approx(1.0) and info["v"] == pytest.approx(p)
+    total, done = 0.0, False
+    while not done:
+        a, _ = agent.predict(obs)
+        obs, r, done, _, _ = env.step(a)
+        total += r
+    opt = solve_p1(env.instance, env.jobs).value
+    assert opt == pytest.approx(20.0 * p)  # OPT keeps the whole unit for the block
+    assert 1.0 < opt / total <= alpha_hat(p) + 1e-9
