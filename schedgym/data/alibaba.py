@@ -196,14 +196,21 @@ def _display(src: Any) -> str:
 
 def _open_text(src: Any) -> io.TextIOBase:
     name = _display(src)
+    gz = name.endswith(".gz")
     if isinstance(src, (str, os.PathLike)):
         if not os.path.exists(src):
             raise TraceFormatError(f"{name}: file not found")
-        raw: Any = open(src, "rb")  # noqa: SIM115 - closed by the caller via the wrapper
-    else:  # importlib.resources Traversable
-        raw = src.open("rb")
-    if name.endswith(".gz"):
-        raw = gzip.GzipFile(fileobj=raw, mode="rb")
+        # gzip.open owns (and closes) the file it opens, unlike GzipFile(fileobj=...)
+        raw: Any = gzip.open(src, "rb") if gz else open(src, "rb")  # noqa: SIM115 - closed by the caller via the wrapper
+    else:  # importlib.resources Traversable (the shipped sample): small, read into memory
+        with src.open("rb") as fh:
+            data = fh.read()
+        if gz:
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise TraceFormatError(f"{name}: cannot be decompressed ({exc})") from None
+        raw = io.BytesIO(data)
     return io.TextIOWrapper(raw, encoding="utf-8", newline="")
 
 
