@@ -84,12 +84,13 @@ def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
         seeds = sorted(by_seed)
         y = _stack([by_seed[s] for s in seeds])
         t = np.arange(1, y.shape[1] + 1)
+        keep = _thin(y.shape[1])
         style = "--" if is_learned(agent) else "-"
         color = cmap(i % 10)
-        m, h = band(y)
+        m, h = (v[keep] for v in band(y))
         label = agent if len(agent) <= 40 else agent[:18] + "..." + agent[-18:]
-        ax1.plot(t, m, style, color=color, label=label, lw=1.5)
-        ax1.fill_between(t, m - h, m + h, color=color, alpha=0.2, lw=0)
+        ax1.plot(t[keep], m, style, color=color, label=label, lw=1.5)
+        ax1.fill_between(t[keep], m - h, m + h, color=color, alpha=0.2, lw=0)
         common = [s for s in seeds if s in curves[ref]]
         if not common:
             continue
@@ -98,10 +99,11 @@ def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
         n = min(a.shape[1], b.shape[1])
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.where(np.abs(b[:, :n]) > 0, a[:, :n] / b[:, :n], np.nan)
-        rm, rh = band(r)
-        ax2.plot(t[:n], rm, style, color=color, lw=1.5,
+        k = _thin(n)
+        rm, rh = (v[k] for v in band(r))
+        ax2.plot(t[k], rm, style, color=color, lw=1.5,
                  label=f"{label}: {rm[-1]:.3f}" if np.isfinite(rm[-1]) else label)
-        ax2.fill_between(t[:n], rm - rh, rm + rh, color=color, alpha=0.2, lw=0)
+        ax2.fill_between(t[k], rm - rh, rm + rh, color=color, alpha=0.2, lw=0)
     n_seeds = max(len(v) for v in curves.values())
     ax1.set_xlabel("slot / step t")
     ax1.set_ylabel("cumulative reward")
@@ -122,6 +124,12 @@ def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
         fig.savefig(p, dpi=120)
     plt.close(fig)
     return paths
+
+
+def _thin(n: int, points: int = 400) -> np.ndarray:
+    """Indices of at most ``points`` evenly spaced steps out of ``n``, always the first and last
+    (keeps the SVG small; the curves are smooth at that resolution)."""
+    return np.unique(np.linspace(0, n - 1, min(n, points)).round().astype(int))
 
 
 def _ratio_limits(ax) -> tuple[float, float]:
