@@ -90,6 +90,8 @@ def train(
     eval_seed: int | None = None,
     checkpoint_freq: int | None = None,
     log_every: int = 1000,
+    beside: list[str] | None = None,
+    beside_seeds: list[int] | None = None,
     hyperparams: dict[str, Any] | None = None,
     progress: bool = False,
     verbose: int = 0,
@@ -105,7 +107,10 @@ def train(
     (validated like the file). ``overrides``: env parameters (``--set``). ``threads``: torch
     CPU threads (default 1: the networks are small, and more threads on a shared machine are
     several times slower; ``None`` leaves torch's default). ``max_minutes``: stop (and save) after
-    this much wall clock even if ``timesteps`` are not reached.
+    this much wall clock even if ``timesteps`` are not reached. ``beside``: agent specs (e.g.
+    ``["ogasched"]``) played afterwards on ``beside_seeds`` (default 100-104) into
+    ``<out>/<Env-vN>/<agent>/`` with the same TensorBoard tags, so one command puts the learner
+    and its classical competitors on one board.
     """
     from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -137,6 +142,11 @@ def train(
                          f"{probe.action_space}): must be one of "
                          f"{', '.join(hp.supported_algos(probe.action_space))}")
     spec = metric_spec(probe)
+    if beside:
+        from train.runner import build_agent
+
+        for agent_spec in beside:  # fail before training, not after
+            build_agent(agent_spec, probe)
     probe.close()
 
     run_dir = Path(out) / env_folder(env_id) / (name or f"{algo}_s{seed}")
@@ -145,6 +155,13 @@ def train(
                         vec_env_cls=DummyVecEnv)
     norm = settings["normalize"]
     gamma = float(algo_kw.get("gamma", 0.99))
+    if norm is not None and norm.get("norm_obs", True):
+        import warnings
+
+        warnings.warn("normalize has norm_obs=True: the saved model.zip then expects normalised "
+                      "observations, which 'schedgym compare ALGO:model.zip' does not apply; "
+                      "prefer norm_obs=False with train.policies.BoundsScaledPolicy",
+                      UserWarning, stacklevel=2)
     if norm is not None:
         stats = vecnormalize_path(resume) if resume is not None else None
         if stats is not None and stats.is_file():
@@ -206,6 +223,14 @@ def train(
         model.get_vec_normalize_env().save(str(run_dir / "vecnormalize.pkl"))
     _write_meta(run_dir, algo, env_id, entry, env_kw, seed, resume, model, t0)
     venv.close()
+    if beside:
+        from train.tensorboard import run_classical, run_name
+
+        for spec in beside:
+            run_classical(env_id, spec, beside_seeds or list(range(100, 105)),
+                          Path(out) / env_folder(env_id) / run_name(spec), scenario,
+                          instance_seed, {k: v for k, v in env_kw.items()
+                                          if k not in ("scenario", "instance_seed")}, log_every)
     return TrainResult(run_dir, model_path, model, int(model.num_timesteps),
                        time.perf_counter() - t0)
 
@@ -269,6 +294,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="schedgym/* TensorBoard window, env steps (default 1000)")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="stop and save after this much wall clock (a CPU budget)")
+    p.add_argument("--beside", default=None, metavar="AGENTS",
+                   help="after training, play these agents (comma-separated, e.g. ogasched) on "
+                   "--beside-seeds into the same TensorBoard root, to see them beside the learner")
+    p.add_argument("--beside-seeds", default="100-104",
+                   help="episode seeds of --beside (default 100-104, held out from training)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1; small networks run fastest on one)")
@@ -278,7 +308,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from train.compare import parse_overrides
+    from train.compare import parse_overrides, split_agents
+    from train.stats import parse_seeds
 
     res = train(args.algo, args.env_id, config=args.config, timesteps=args.timesteps,
                 seed=args.seed, n_envs=args.n_envs, scenario=args.scenario,
@@ -286,6 +317,8 @@ def main(args: argparse.Namespace) -> int:
                 out=args.out, name=args.name, resume=args.resume, eval_freq=args.eval_freq,
                 eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
                 checkpoint_freq=args.checkpoint_freq, log_every=args.log_every,
+                beside=split_agents(args.beside) if args.beside else None,
+                beside_seeds=parse_seeds(args.beside_seeds),
                 hyperparams=parse_overrides(args.hparams), progress=not args.no_progress,
                 verbose=args.verbose, device=args.device, threads=args.threads,
                 max_minutes=args.max_minutes)

@@ -145,3 +145,21 @@ def test_wall_clock_budget_stops_and_saves(tmp_path):
     res = _run(tmp_path, "schedgym/GainOverhead-v0", "a2c", timesteps=10**7, max_minutes=0.05,
                eval_freq=0, checkpoint_freq=0)
     assert res.model_path.is_file() and res.timesteps < 10**7
+
+
+def test_beside_puts_classical_agents_on_the_same_board(tmp_path):
+    env_id = "schedgym/GainOverhead-v0"
+    res = _run(tmp_path, env_id, "a2c", timesteps=48, eval_freq=0, checkpoint_freq=0,
+               beside=["random"], beside_seeds=[100])
+    learned = {t for t in read_scalars(res.run_dir) if t.startswith("schedgym/")}
+    other = read_scalars(res.run_dir.parent / "random")
+    assert set(other) == learned
+    with pytest.raises(ValueError, match="nosuchagent"):
+        _run(tmp_path, env_id, "a2c", timesteps=48, beside=["nosuchagent"])
+
+
+def test_observation_normalisation_warns(tmp_path):
+    with pytest.warns(UserWarning, match="norm_obs"):
+        train("a2c", "schedgym/GainOverhead-v0", timesteps=16, out=tmp_path,
+              overrides=small_overrides("schedgym/GainOverhead-v0"), eval_freq=0,
+              checkpoint_freq=0, hyperparams={"normalize": True, "n_envs": 1})
