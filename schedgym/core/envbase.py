@@ -1,13 +1,17 @@
-"""Plumbing shared by every schedgym environment: action boxes, action validation, seeding."""
+"""Plumbing shared by every schedgym environment: action boxes, action validation, seeding,
+render-mode checks and how the instance is obtained (explicit, scenario builder, generator)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
+from schedgym.core.scenarios import ScenarioRegistry
+from schedgym.core.validation import check_choice
 
 
 def unit_box(n: int) -> spaces.Box:
@@ -70,3 +74,47 @@ def resolve_episode_seed(seed: int | None, np_random: np.random.Generator) -> in
     """The integer seed of the episode's exogenous streams: ``seed`` itself, or a fresh draw from
     the env's ``np_random`` when ``reset(seed=None)``."""
     return int(seed) if seed is not None else rngs.episode_seed(np_random)
+
+
+def check_render_mode(render_mode: str | None, modes: list[str]) -> str | None:
+    """``render_mode`` if it is ``None`` or one of the env's ``metadata["render_modes"]``."""
+    if render_mode is not None:
+        check_choice("render_mode", render_mode, modes)
+    return render_mode
+
+
+def resolve_instance(
+    registry: ScenarioRegistry,
+    scenario: str,
+    overrides: dict[str, Any],
+    instance_seed: int,
+    instance: Any,
+    instance_type: type,
+    generate: Callable[[dict[str, Any], int], Any],
+) -> tuple[Any, dict[str, Any], Any, str]:
+    """The instance an env is built on, in the order every schedgym env uses.
+
+    1. an explicit ``instance`` (type-checked against ``instance_type``);
+    2. else the scenario's *builder* (trace-driven scenarios): ``builder(params,
+       instance_seed)`` returns the instance or ``(instance, exogenous sampler)``; the
+       scenario-only parameters are then dropped from the returned ``params``;
+    3. else ``generate(params, instance_seed)``, the problem's synthetic generator.
+
+    Returns ``(instance, params, sampler or None, source)`` with ``source`` one of
+    ``"instance"``, ``"builder"``, ``"generator"``; ``params`` are the scenario's parameters with
+    the overrides applied (the env validates them against the instance's sizes).
+    """
+    sc, params = registry.resolve(scenario, overrides)
+    if instance is not None:
+        if not isinstance(instance, instance_type):
+            raise ValueError(
+                f"instance is invalid: must be a {instance_type.__name__}, got "
+                f"{type(instance).__name__}"
+            )
+        return instance, params, None, "instance"
+    if sc.builder is not None:
+        built = sc.builder(params, instance_seed)
+        inst, sampler = built if isinstance(built, tuple) else (built, None)
+        return inst, {k: v for k, v in params.items() if k in registry.defaults}, sampler, \
+            "builder"
+    return generate(params, instance_seed), params, None, "generator"

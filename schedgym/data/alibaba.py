@@ -65,6 +65,8 @@ from typing import Any
 
 import numpy as np
 
+from schedgym.core.arrays import readonly as _readonly
+
 __all__ = [
     "Trace",
     "TraceFormatError",
@@ -97,12 +99,6 @@ _NAN_TOKENS = frozenset({"", "nan", "NaN", "NAN", "null", "NULL", "None", "\\N"}
 
 class TraceFormatError(ValueError):
     """A trace file cannot be read: the message names the file, the column and the line."""
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedgym.core import rng as rngs
+from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.validation import check_float, check_int, check_range, check_seed
 from schedgym.data.alibaba import Trace, load_sample
 
@@ -75,12 +76,6 @@ __all__ = [
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "mem", "gpu")
 RESOURCE_UNITS: tuple[str, str, str] = ("cores", "GB", "GPUs")
 ANY, ANY_GPU, GPU_PREFIX = "any", "any-gpu", "gpu:"
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)

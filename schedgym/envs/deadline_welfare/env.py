@@ -9,18 +9,20 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
+    check_render_mode,
     clip_unit,
     decode_unit,
     encode_unit,
     resolve_episode_seed,
+    resolve_instance,
     unit_box,
     validate_action,
 )
-from schedgym.core.validation import check_choice, check_seed
+from schedgym.core.validation import check_seed
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.instance import (
-    DEFAULTS,
     FAMILIES,
     SCENARIOS,
     DeadlineWelfareInstance,
@@ -126,30 +128,14 @@ class DeadlineWelfareEnv(gym.Env):
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.instance_seed = check_seed("instance_seed", instance_seed) or 0
-        sc, params = SCENARIOS.resolve(scenario, overrides)
         self.scenario = scenario
-        sampler: JobSampler | None = None
-        if instance is not None:
-            if not isinstance(instance, DeadlineWelfareInstance):
-                raise ValueError(
-                    f"instance is invalid: must be a DeadlineWelfareInstance, got "
-                    f"{type(instance).__name__}")
-            params = validate_params({**params, "n_instances": instance.n_instances,
-                                      "horizon": instance.horizon, "utility": instance.utility})
-        elif sc.builder is not None:
-            built = sc.builder(params, self.instance_seed)
-            instance, sampler = built if isinstance(built, tuple) else (built, None)
-            params = validate_params({k: v for k, v in params.items() if k in DEFAULTS}
-                                     | {"n_instances": instance.n_instances,
-                                        "horizon": instance.horizon,
-                                        "utility": instance.utility})
-        else:
-            params = validate_params(params)
-            instance = generate(params, self.instance_seed)
+        instance, params, sampler, _ = resolve_instance(
+            SCENARIOS, scenario, overrides, self.instance_seed, instance,
+            DeadlineWelfareInstance, generate)
+        params = validate_params({**params, "n_instances": instance.n_instances,
+                                  "horizon": instance.horizon, "utility": instance.utility})
         self.params = params
         self.instance: DeadlineWelfareInstance = instance
         if instance.jobs is not None:
@@ -214,16 +200,12 @@ class DeadlineWelfareEnv(gym.Env):
     @property
     def usage(self) -> np.ndarray:
         """ω ``(R, T)``: workload reserved on every unit so far (read-only view)."""
-        v = self._usage.view()
-        v.setflags(write=False)
-        return v
+        return readonly_view(self._usage)
 
     @property
     def dispatch(self) -> np.ndarray:
         """``X`` ``(N, R, T)``: the applied dispatch of every job so far (0 for later jobs)."""
-        v = self._X.view()
-        v.setflags(write=False)
-        return v
+        return readonly_view(self._X)
 
     @property
     def bounds(self) -> tuple[float, float]:

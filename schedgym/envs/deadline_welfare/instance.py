@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from schedgym.core import rng as rngs
+from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.scenarios import ScenarioRegistry
 from schedgym.core.validation import (
     check_array,
@@ -40,12 +41,6 @@ from schedgym.core.validation import (
 FAMILIES: tuple[str, ...] = ("linear", "log", "sqrt")
 FAMILY_CODES: dict[str, int] = {name: i for i, name in enumerate(FAMILIES)}
 BOUND_MODES: tuple[str, ...] = ("oracle", "prior")
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 def _f32(a: np.ndarray) -> np.ndarray:

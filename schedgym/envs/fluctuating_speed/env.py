@@ -9,11 +9,16 @@ import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
-from schedgym.core.envbase import frac_box, resolve_episode_seed
+from schedgym.core.arrays import readonly_view
+from schedgym.core.envbase import (
+    check_render_mode,
+    frac_box,
+    resolve_episode_seed,
+    resolve_instance,
+)
 from schedgym.core.validation import check_bool, check_choice, check_seed
 from schedgym.envs.fluctuating_speed import dynamics
 from schedgym.envs.fluctuating_speed.instance import (
-    DEFAULTS,
     SCENARIOS,
     ArrivalSampler,
     FluctuatingSpeedInstance,
@@ -117,9 +122,7 @@ class FluctuatingSpeedEnv(gym.Env):
         compute_oracle: bool = True,
         **overrides: Any,
     ) -> None:
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.invalid_action = check_choice("invalid_action", invalid_action,
                                            INVALID_ACTION_MODES)
         self.compute_oracle = check_bool("compute_oracle", compute_oracle)
@@ -128,27 +131,13 @@ class FluctuatingSpeedEnv(gym.Env):
                                     if k not in ("oracle_value", "pseudo_regret",
                                                  "realised_regret")}
         self.instance_seed = check_seed("instance_seed", instance_seed) or 0
-        sc, params = SCENARIOS.resolve(scenario, overrides)
         self.scenario = scenario
-        sampler: ArrivalSampler | None = None
-        if instance is not None:
-            if not isinstance(instance, FluctuatingSpeedInstance):
-                raise ValueError(
-                    f"instance is invalid: must be a FluctuatingSpeedInstance, got "
-                    f"{type(instance).__name__}"
-                )
-        elif sc.builder is not None:
-            # seam for trace-driven scenarios: builder(params, instance_seed) -> instance or
-            # (instance, arrival sampler)
-            built = sc.builder(params, self.instance_seed)
-            instance, sampler = built if isinstance(built, tuple) else (built, None)
-            params = {k: v for k, v in params.items() if k in DEFAULTS}
-        else:
-            instance = generate(params, self.instance_seed)
-        if instance is not None:
-            params = {**params, "n_types": instance.n_types,
-                      "n_instances": instance.n_instances, "n_resources": instance.n_resources}
-        params = validate_params(params)
+        instance, params, sampler, _ = resolve_instance(
+            SCENARIOS, scenario, overrides, self.instance_seed, instance,
+            FluctuatingSpeedInstance, generate)
+        params = validate_params({**params, "n_types": instance.n_types,
+                                  "n_instances": instance.n_instances,
+                                  "n_resources": instance.n_resources})
         self.params = params
         self.instance: FluctuatingSpeedInstance = instance
         self.horizon: int = params["horizon"]
@@ -179,17 +168,13 @@ class FluctuatingSpeedEnv(gym.Env):
     @property
     def arrivals(self) -> np.ndarray:
         """The episode's pre-drawn arrival matrix ``(T, L)`` in {0, 1} (read-only view)."""
-        v = self._arrivals.view()
-        v.setflags(write=False)
-        return v
+        return readonly_view(self._arrivals)
 
     @property
     def utilities(self) -> np.ndarray:
         """The episode's pre-drawn raw utilities ``Z`` ``(T, |E|)`` (read-only view; hidden from
         agents, for metrics and tests)."""
-        v = self._zraw.view()
-        v.setflags(write=False)
-        return v
+        return readonly_view(self._zraw)
 
     @property
     def t(self) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from schedgym.core import rng as rngs
+from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.scenarios import ScenarioRegistry
 from schedgym.core.validation import (
     check_array,
@@ -29,12 +30,6 @@ from schedgym.core.validation import (
 )
 
 RESOURCE_NAMES: tuple[str, ...] = ("cpu", "mem", "gpu", "npu", "tpu", "fpga")
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 def _norm_cdf(x: np.ndarray) -> np.ndarray:

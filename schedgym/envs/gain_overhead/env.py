@@ -9,19 +9,21 @@ import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
+from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
+    check_render_mode,
     clip_unit,
     decode_unit,
     encode_unit,
     frac_box,
     resolve_episode_seed,
+    resolve_instance,
     unit_box,
     validate_action,
 )
-from schedgym.core.validation import check_choice, check_seed
+from schedgym.core.validation import check_seed
 from schedgym.envs.gain_overhead import dynamics
 from schedgym.envs.gain_overhead.instance import (
-    DEFAULTS,
     SCENARIOS,
     ArrivalSampler,
     GainOverheadInstance,
@@ -102,34 +104,18 @@ class GainOverheadEnv(gym.Env):
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.instance_seed = check_seed("instance_seed", instance_seed) or 0
-        sc, params = SCENARIOS.resolve(scenario, overrides)
         self.scenario = scenario
-        sampler: ArrivalSampler | None = None
-        if instance is not None:
-            if not isinstance(instance, GainOverheadInstance):
-                raise ValueError(
-                    f"instance is invalid: must be a GainOverheadInstance, got "
-                    f"{type(instance).__name__}"
-                )
-            params = validate_params({**params, "n_types": instance.n_types,
-                                      "n_instances": instance.n_instances,
-                                      "n_resources": instance.n_resources,
-                                      "utility": "linear"})
-        elif sc.builder is not None:
-            built = sc.builder(params, self.instance_seed)
-            instance, sampler = built if isinstance(built, tuple) else (built, None)
-            params = validate_params({k: v for k, v in params.items() if k in DEFAULTS}
-                                     | {"n_types": instance.n_types,
-                                        "n_instances": instance.n_instances,
-                                        "n_resources": instance.n_resources,
-                                        "utility": "linear"})
-        else:
-            params = validate_params(params)
-            instance = generate(params, self.instance_seed)
+        instance, params, sampler, source = resolve_instance(
+            SCENARIOS, scenario, overrides, self.instance_seed, instance, GainOverheadInstance,
+            generate)
+        # The utility assignment lives in the instance; the sizes come from it.
+        params = validate_params({**params, "n_types": instance.n_types,
+                                  "n_instances": instance.n_instances,
+                                  "n_resources": instance.n_resources,
+                                  "utility": params["utility"] if source == "generator"
+                                  else "linear"})
         self.params = params
         self.instance: GainOverheadInstance = instance
         self.horizon: int = params["horizon"]
@@ -173,9 +159,7 @@ class GainOverheadEnv(gym.Env):
     @property
     def arrivals(self) -> np.ndarray:
         """The episode's pre-drawn arrival matrix ``(T, L)`` (read-only view)."""
-        v = self._arrivals.view()
-        v.setflags(write=False)
-        return v
+        return readonly_view(self._arrivals)
 
     @property
     def t(self) -> int:

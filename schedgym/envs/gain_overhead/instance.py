@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from schedgym.core import rng as rngs
+from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.scenarios import ScenarioRegistry
 from schedgym.core.utilities import FAMILIES, family_codes, slope_at_zero
 from schedgym.core.validation import (
@@ -34,12 +35,6 @@ RESOURCE_NAMES: tuple[str, ...] = ("cpu", "mem", "gpu", "npu", "tpu", "fpga")
 CAPACITY_RANGES: tuple[tuple[int, int], ...] = ((1, 128), (2, 512), (0, 64), (0, 8), (0, 8), (0, 4))
 #: Per-instance degree |L_r| choices for the paper's three graph densities (spec ogasched §6.3).
 DENSITY_DEGREES: dict[float, tuple[int, ...]] = {2.0: (1, 2, 3), 2.5: (1, 2, 3, 4), 3.0: (2, 3, 4)}
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)
