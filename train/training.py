@@ -192,10 +192,14 @@ def train(
                                  "ornstein-uhlenbeck")
             algo_kw["action_noise"] = noise_cls(np.zeros(n_act), std * np.ones(n_act))
         model = cls(env=venv, seed=seed, device=device, verbose=verbose, **algo_kw)
+    old_csv = run_dir / "progress.csv"
+    if resume is not None and old_csv.is_file():  # SB3's CSV writer would truncate it
+        old_csv.rename(run_dir / f"progress.until-{int(model.num_timesteps)}.csv")
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"]
                                + (["stdout"] if verbose else [])))
 
     callbacks: list[Any] = [SchedgymMetricsCallback(spec, log_every=log_every)]
+    eval_env = None
     eval_freq = max(n_total // 10, 1) if eval_freq is None else eval_freq
     if eval_freq > 0 and eval_episodes > 0:
         eval_env = make_vec_env(env_id, n_envs=1, env_kwargs=env_kw, vec_env_cls=DummyVecEnv,
@@ -223,6 +227,8 @@ def train(
         model.get_vec_normalize_env().save(str(run_dir / "vecnormalize.pkl"))
     _write_meta(run_dir, algo, env_id, entry, env_kw, seed, resume, model, t0)
     venv.close()
+    if eval_env is not None:
+        eval_env.close()
     if beside:
         from train.tensorboard import run_classical, run_name
 

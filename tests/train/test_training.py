@@ -118,6 +118,18 @@ def test_resume_continues_the_step_count(tmp_path, algo):
     assert min(xs) > done  # the TensorBoard x axis continues too
 
 
+def test_resume_into_the_same_run_keeps_the_old_progress_csv(tmp_path):
+    env_id = "schedgym/GainOverhead-v0"
+    first = _run(tmp_path, env_id, "ppo", name="r", timesteps=64, eval_freq=0,
+                 checkpoint_freq=0)
+    again = _run(tmp_path, env_id, "ppo", name="r", resume=first.model_path, timesteps=64,
+                 eval_freq=0, checkpoint_freq=0)
+    assert again.run_dir == first.run_dir
+    kept = list(first.run_dir.glob("progress.until-*.csv"))
+    assert len(kept) == 1 and kept[0].stat().st_size > 0
+    assert again.timesteps >= first.timesteps + 64
+
+
 def test_vecnormalize_path_naming(tmp_path):
     assert vecnormalize_path("a/checkpoints/model_128_steps.zip").name == \
         "model_vecnormalize_128_steps.pkl"
