@@ -29,7 +29,9 @@ from train.stats import fmt_ci, mean_ci, parse_seeds
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "experiments"
 KEYS = {"name", "paper", "env_id", "scenario", "overrides", "agents", "reference", "seeds",
         "metric", "sweeps", "paper_improvement_pct"}
-SWEEP_KEYS = {"parameter", "values", "paper"}
+SWEEP_KEYS = {"parameter", "values", "paper", "overrides", "label"}
+#: Metrics read from the episode result itself rather than from the env's ``episode_metrics``.
+RESULT_METRICS = ("decision_time", "wall_time")
 
 
 def find_experiment(name: str) -> Path:
@@ -63,15 +65,31 @@ def load_experiment(path: Path) -> dict[str, Any]:
     cfg.setdefault("reference", cfg["agents"][0])
     if cfg["reference"] not in cfg["agents"]:
         raise ValueError(f"{path}: reference {cfg['reference']!r} is not one of the agents")
+    labels = []
     for sw in cfg.get("sweeps") or []:
         for key in sw:
             if key not in SWEEP_KEYS:
                 raise ValueError(f"{path}: unknown sweep key {key!r}; allowed {sorted(SWEEP_KEYS)}")
+        labels.append(sw.get("label", sw.get("parameter")))
         for agent, vals in (sw.get("paper") or {}).items():
             if len(vals) != len(sw["values"]):
                 raise ValueError(f"{path}: sweep {sw['parameter']!r}: paper values of {agent!r} "
                                  f"have {len(vals)} entries, expected {len(sw['values'])}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"{path}: two sweeps share the label/parameter {labels}; give each a "
+                         "distinct 'label'")
     return cfg
+
+
+def metric_value(result, metric: str) -> float:
+    """``metric`` of one episode: an ``episode_metrics`` key or one of :data:`RESULT_METRICS`
+    (``decision_time``: mean seconds per ``predict`` call; ``wall_time``: seconds)."""
+    if metric in result.metrics:
+        return result.metrics[metric]
+    if metric in RESULT_METRICS:
+        return float(getattr(result, metric))
+    raise KeyError(f"metric={metric!r} is not among the episode metrics {sorted(result.metrics)} "
+                   f"nor {list(RESULT_METRICS)}")
 
 
 def _improvements(results, ref: str, agent: str, metric: str) -> list[float]:
@@ -80,7 +98,7 @@ def _improvements(results, ref: str, agent: str, metric: str) -> list[float]:
     for r in results:
         if r.agent != agent or (ref, r.seed) not in by:
             continue
-        q_ref, q = by[(ref, r.seed)].metrics[metric], r.metrics[metric]
+        q_ref, q = metric_value(by[(ref, r.seed)], metric), metric_value(r, metric)
         if q > 0 and q_ref > 0:
             out.append((q_ref / q - 1.0) * 100.0)
     return out
@@ -88,29 +106,41 @@ def _improvements(results, ref: str, agent: str, metric: str) -> list[float]:
 
 def run_experiment(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
                    workers: int | None, show_progress: bool):
-    """Run every setting; returns (rows, {setting label: results})."""
+    """Run every setting; returns (rows, {setting label: results}).
+
+    A sweep's ``overrides`` apply to its settings only (after the experiment's, before the
+    command line's; the swept value always wins); a value that is a mapping sets several
+    parameters at once (e.g. ``{n_types: 4, n_instances: 20}``); ``label`` names the sweep in
+    the report (default: the parameter), so two sweeps over one parameter under different fixed
+    settings can coexist."""
     sweeps = cfg.get("sweeps") or [{"parameter": None, "values": [None]}]
     ref, metric = cfg["reference"], cfg["metric"]
     rows: list[dict[str, Any]] = []
     runs: dict[str, Any] = {}
     for sw in sweeps:
         param = sw["parameter"]
+        label = sw.get("label", param)
         for i, val in enumerate(sw["values"]):
-            ov = {**cfg["overrides"], **overrides}
-            if param is not None:
+            ov = {**cfg["overrides"], **(sw.get("overrides") or {}), **overrides}
+            if isinstance(val, dict):
+                ov.update({k: tuple(v) if isinstance(v, list) else v for k, v in val.items()})
+            elif param is not None:
                 ov[param] = tuple(val) if isinstance(val, list) else val
             results, _ = run_compare(cfg["env_id"], cfg["agents"], seeds, cfg["scenario"], 0, ov,
                                      workers, benchmarks=False, show_progress=show_progress)
-            runs[f"{param}={val}"] = results
+            runs[f"{label}={val}" if label != param else f"{param}={val}"] = results
             paper = {a: v[i] for a, v in (sw.get("paper") or {}).items()}
             for agent in cfg["agents"]:
-                m, h = mean_ci([r.metrics[metric] for r in results if r.agent == agent])
+                mine = [r for r in results if r.agent == agent]
+                m, h = mean_ci([metric_value(r, metric) for r in mine])
                 imp, imp_h = mean_ci(_improvements(results, ref, agent, metric))
-                row = {"parameter": param or "-", "value": val, "agent": agent,
+                row = {"sweep": label or "-", "parameter": param or "-", "value": val,
+                       "agent": agent,
                        metric: m, f"{metric}_ci": h, "ref_improvement_pct": imp,
                        "ref_improvement_pct_ci": imp_h,
                        f"paper_{metric}": paper.get(agent, float("nan")),
-                       "paper_ref_improvement_pct": float("nan")}
+                       "paper_ref_improvement_pct": float("nan"),
+                       "ms_per_decision": 1e3 * float(np.mean([r.decision_time for r in mine]))}
                 if agent != ref and agent in paper and ref in paper and paper[agent] > 0:
                     row["paper_ref_improvement_pct"] = (paper[ref] / paper[agent] - 1) * 100
                 if param is None and agent in (cfg.get("paper_improvement_pct") or {}):
@@ -132,22 +162,37 @@ def write_report(cfg: dict[str, Any], rows: list[dict[str, Any]], runs: dict[str
              f"Env `{cfg['env_id']}`, scenario `{cfg['scenario'] or 'paper-default'}`, "
              f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}), mean ± 95% CI. "
              f"'{ref} vs agent' = ({ref}/agent - 1) x 100 of the {metric}.", ""]
-    for param in dict.fromkeys(r["parameter"] for r in rows):
-        lines += [f"## {param}" if param != "-" else "## result", "",
-                  f"| {param} | agent | ours: {metric} | paper: {metric} | ours: {ref} vs agent % "
-                  f"| paper: {ref} vs agent % |", "|---|---|---|---|---|---|"]
-        for r in (r for r in rows if r["parameter"] == param):
+    fixed = {sw.get("label", sw["parameter"]): sw.get("overrides") or {}
+             for sw in cfg.get("sweeps") or []}
+    for label in dict.fromkeys(r["sweep"] for r in rows):
+        sub = [r for r in rows if r["sweep"] == label]
+        param = sub[0]["parameter"]
+        lines += [f"## {label}" if label != "-" else "## result", ""]
+        if fixed.get(label):
+            lines += ["Fixed in this sweep: " + ", ".join(f"`{k}={v}`" for k, v in
+                                                          fixed[label].items()), ""]
+        lines += [f"| {param} | agent | ours: {metric} | paper: {metric} | ours: {ref} vs agent % "
+                  f"| paper: {ref} vs agent % | ms/decision |", "|---|---|---|---|---|---|---|"]
+        for r in sub:
             pv = r[f"paper_{metric}"]
             pi = r["paper_ref_improvement_pct"]
             ours_imp = "" if r["agent"] == ref else fmt_ci(r["ref_improvement_pct"],
                                                             r["ref_improvement_pct_ci"], 3)
             lines.append(
-                f"| {r['value']} | {r['agent']} | {fmt_ci(r[metric], r[metric + '_ci'])} | "
+                f"| {_fmt_value(r['value'])} | {r['agent']} | "
+                f"{fmt_ci(r[metric], r[metric + '_ci'])} | "
                 f"{'' if not np.isfinite(pv) else f'{pv:,.2f}'} | {ours_imp} | "
-                f"{'' if not np.isfinite(pi) else f'{pi:.2f}'} |")
+                f"{'' if not np.isfinite(pi) else f'{pi:.2f}'} | {r['ms_per_decision']:.3g} |")
         lines.append("")
     (out / "report.md").write_text("\n".join(lines))
     _plot(cfg, rows, runs, out / "plot.png")
+
+
+def _fmt_value(val: Any) -> str:
+    """A sweep value for tables and ticks; a mapping prints as ``a=1, b=2``."""
+    if isinstance(val, dict):
+        return ", ".join(f"{k}={v}" for k, v in val.items())
+    return str(val)
 
 
 def _plot(cfg, rows, runs, path: Path) -> None:
@@ -157,7 +202,7 @@ def _plot(cfg, rows, runs, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     metric, ref = cfg["metric"], cfg["reference"]
-    params = list(dict.fromkeys(r["parameter"] for r in rows))
+    params = list(dict.fromkeys(r["sweep"] for r in rows))
     if params == ["-"]:
         results = next(iter(runs.values()))
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -182,17 +227,21 @@ def _plot(cfg, rows, runs, path: Path) -> None:
         ax1.legend(fontsize=8)
         ax2.legend(fontsize=8)
     else:
-        fig, axes = plt.subplots(1, len(params), figsize=(5.5 * len(params), 4.5), squeeze=False)
-        for ax, param in zip(axes[0], params, strict=True):
-            sub = [r for r in rows if r["parameter"] == param]
-            vals = list(dict.fromkeys(str(r["value"]) for r in sub))
+        ncol = min(3, len(params))
+        nrow = -(-len(params) // ncol)
+        fig, axes = plt.subplots(nrow, ncol, figsize=(5.5 * ncol, 4.2 * nrow), squeeze=False)
+        for ax in axes.flat[len(params):]:
+            ax.set_visible(False)
+        for ax, label in zip(axes.flat, params, strict=False):
+            sub = [r for r in rows if r["sweep"] == label]
+            vals = list(dict.fromkeys(_fmt_value(r["value"]) for r in sub))
             for agent in cfg["agents"]:
                 rs = [r for r in sub if r["agent"] == agent]
                 ax.errorbar(range(len(rs)), [r[metric] for r in rs],
                             yerr=[0 if not np.isfinite(r[metric + "_ci"]) else r[metric + "_ci"]
                                   for r in rs], marker="o", capsize=3, label=agent)
-            ax.set_xticks(range(len(vals)), vals)
-            ax.set(xlabel=param, ylabel=metric, title=f"{cfg['name']}: {param}")
+            ax.set_xticks(range(len(vals)), vals, fontsize=7 if len(vals[0]) > 12 else None)
+            ax.set(xlabel=sub[0]["parameter"], ylabel=metric, title=f"{cfg['name']}: {label}")
         axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from train.reproduce import (
     CONFIG_DIR,
     find_experiment,
     load_experiment,
+    metric_value,
     run_experiment,
     write_report,
 )
@@ -58,3 +60,53 @@ def test_tiny_sweep_writes_report_with_paper_columns(tmp_path: Path):
     text = (tmp_path / "report.md").read_text()
     assert "| 0.5 | fairness |" in text and "100.00" in text
     assert (tmp_path / "plot.png").stat().st_size > 0 and (tmp_path / "rows.csv").is_file()
+
+
+def test_sweep_overrides_labels_mapping_values_and_result_metrics(tmp_path: Path):
+    base = {"name": "tiny2", "paper": "test", "env_id": "schedgym/GainOverhead-v0",
+            "scenario": None, "overrides": {"n_types": 3, "n_instances": 4, "horizon": 15},
+            "agents": ["ogasched", "fairness"], "reference": "ogasched", "seeds": "0-1",
+            "metric": "decision_time"}
+    cfg = {**base, "sweeps": [
+        # two sweeps over one parameter under different fixed settings, told apart by label
+        {"parameter": "arrival_prob", "label": "short", "overrides": {"horizon": 7},
+         "values": [0.5]},
+        {"parameter": "arrival_prob", "label": "long", "overrides": {"horizon": 9},
+         "values": [0.5]},
+        # a mapping value sets several parameters at once (and beats the sweep's overrides)
+        {"parameter": "(n_types, horizon)", "overrides": {"horizon": 9},
+         "values": [{"n_types": 2, "horizon": 5}]}]}
+    rows, runs = run_experiment(cfg, [0, 1], {}, workers=1, show_progress=False)
+    steps = {key: {r.steps for r in res} for key, res in runs.items()}
+    assert steps == {"short=0.5": {7}, "long=0.5": {9},
+                     "(n_types, horizon)={'n_types': 2, 'horizon': 5}": {5}}
+    assert [r["sweep"] for r in rows] == ["short", "short", "long", "long",
+                                          "(n_types, horizon)", "(n_types, horizon)"]
+    # decision_time is read from the episode result (mean seconds per predict call)
+    og = runs["short=0.5"][0]
+    assert rows[0]["decision_time"] == pytest.approx(
+        np.mean([r.decision_time for r in runs["short=0.5"] if r.agent == "ogasched"]))
+    assert rows[0]["ms_per_decision"] == pytest.approx(1e3 * rows[0]["decision_time"])
+    assert og.decision_time > 0
+    # the command line's overrides apply everywhere but the swept value still wins
+    rows2, runs2 = run_experiment(cfg, [0], {"horizon": 6}, workers=1, show_progress=False)
+    assert {k: {r.steps for r in v} for k, v in runs2.items()} == {
+        "short=0.5": {6}, "long=0.5": {6}, "(n_types, horizon)={'n_types': 2, 'horizon': 5}": {5}}
+    write_report(cfg, rows, runs, tmp_path, [0, 1], "schedgym reproduce tiny2")
+    text = (tmp_path / "report.md").read_text()
+    assert "## short" in text and "## long" in text and "Fixed in this sweep: `horizon=7`" in text
+    assert "| n_types=2, horizon=5 | fairness |" in text
+
+
+def test_duplicate_sweep_labels_and_unknown_metrics_are_errors(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("name: x\nenv_id: schedgym/GainOverhead-v0\nagents: [drf]\nmetric: reward\n"
+                   "sweeps:\n  - {parameter: horizon, values: [10]}\n"
+                   "  - {parameter: horizon, values: [20]}\n")
+    with pytest.raises(ValueError, match="distinct 'label'"):
+        load_experiment(bad)
+    from train.runner import EpisodeResult
+    res = EpisodeResult("a", 0, 1, {"reward": 1.0}, np.ones(1), 0.5, 2.0)
+    assert metric_value(res, "reward") == 1.0 and metric_value(res, "wall_time") == 2.0
+    with pytest.raises(KeyError, match="rewrd"):
+        metric_value(res, "rewrd")
