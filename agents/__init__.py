@@ -4,7 +4,7 @@
 """
 
 from agents.base import Agent
-from agents.registry import make, names, register
+from agents.registry import is_benchmark, make, names, register
 
 _GO = ("schedgym/GainOverhead-v0",)
 register("ogasched", "agents.ogasched:OgaSched", _GO)
@@ -19,11 +19,11 @@ register("esdp-aa", "agents.esdp:ESDPArrivalAware", _FS)
 register("hauf", "agents.baselines.fluctuating_speed:HAUF", _FS)
 register("lcf", "agents.baselines.fluctuating_speed:LCF", _FS)
 register("lwtf", "agents.baselines.fluctuating_speed:LWTF", _FS)
-register("oracle", "agents.baselines.fluctuating_speed:Oracle", _FS)
+register("oracle", "agents.baselines.fluctuating_speed:Oracle", _FS, benchmark=True)
 _DW = ("schedgym/DeadlineWelfare-v0",)
 register("onsocmax", "agents.onsocmax:OnSocMax", _DW)
 register("max-first", "agents.baselines.deadline_welfare:MaxFirst", _DW)
 register("equal-share", "agents.baselines.deadline_welfare:EqualShare", _DW)
 register("jsq", "agents.baselines.deadline_welfare:JSQ", _DW)
 
-__all__ = ["Agent", "make", "names", "register"]
+__all__ = ["Agent", "is_benchmark", "make", "names", "register"]

@@ -15,14 +15,27 @@ from typing import Any
 _REGISTRY: dict[str, str] = {}
 #: Which env ids each agent supports (None = every env).
 _SUPPORTS: dict[str, tuple[str, ...] | None] = {}
+#: Agents that see hidden information (e.g. true means): references for regret, not competitors.
+_BENCHMARKS: set[str] = set()
 
 SB3_ALGOS = ("ppo", "sac", "td3", "a2c", "dqn", "ddpg")
 
 
-def register(name: str, entry_point: str, envs: tuple[str, ...] | None = None) -> None:
-    """Register ``name`` -> ``"module:Class"`` (imported lazily). ``envs``: supported env ids."""
+def register(name: str, entry_point: str, envs: tuple[str, ...] | None = None,
+             benchmark: bool = False) -> None:
+    """Register ``name`` -> ``"module:Class"`` (imported lazily). ``envs``: supported env ids;
+    ``benchmark``: the agent sees hidden information (an oracle), so it is a reference for
+    regret, never "the best classical agent"."""
     _REGISTRY[name] = entry_point
     _SUPPORTS[name] = envs
+    if benchmark:
+        _BENCHMARKS.add(name)
+
+
+def is_benchmark(spec: str) -> bool:
+    """True for a clairvoyant reference agent (e.g. FluctuatingSpeed's ``oracle``), with or
+    without ``[options]``."""
+    return spec.split("[", 1)[0].strip().lower() in _BENCHMARKS
 
 
 def names() -> list[str]:

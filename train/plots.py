@@ -15,6 +15,7 @@ agent). Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def band(x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     from scipy import stats
 
     n = np.sum(np.isfinite(x), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: mean is NaN
         mean = np.nanmean(x, axis=0) if x.size else np.zeros(x.shape[1:])
         sd = np.nanstd(x, axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1:])
         half = np.where(n > 1, stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd
@@ -54,8 +56,11 @@ def band(x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
 
 
 def best_classical(curves: Mapping[str, Mapping[int, np.ndarray]]) -> str:
-    """The classical agent with the highest mean return (any agent if none is classical)."""
-    pool = [a for a in curves if not is_learned(a)] or list(curves)
+    """The classical agent with the highest mean return, leaving out clairvoyant benchmark
+    agents such as FluctuatingSpeed's ``oracle`` (any agent if none qualifies)."""
+    from agents.registry import is_benchmark
+
+    pool = [a for a in curves if not is_learned(a) and not is_benchmark(a)] or list(curves)
     return max(pool, key=lambda a: np.mean([c[-1] if len(c) else 0.0
                                             for c in curves[a].values()]))
 

@@ -118,3 +118,14 @@ def test_frame_sampler_keeps_about_n_even_frames(length, n):
     assert len(frames) == min(n, length)
     assert steps == sorted(set(steps)) and steps[-1] == length
     assert len(fs.frames) < 2 * n  # memory stays bounded
+
+
+def test_best_classical_ignores_clairvoyant_benchmark_agents():
+    """FluctuatingSpeed's oracle knows the true means: it is a regret reference, not a rival."""
+    import agents
+
+    assert agents.is_benchmark("oracle") and not agents.is_benchmark("esdp")
+    assert agents.is_benchmark("oracle[foo=1]")
+    curves = {"oracle": {0: np.array([5.0, 10.0])}, "esdp": {0: np.array([1.0, 3.0])},
+              "hauf": {0: np.array([1.0, 2.0])}}
+    assert best_classical(curves) == "esdp"
