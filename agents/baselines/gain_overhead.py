@@ -17,10 +17,6 @@ from schedgym.core.validation import check_choice
 from schedgym.envs.gain_overhead.instance import GainOverheadInstance
 
 
-def _edge_lookup(inst: GainOverheadInstance) -> dict[tuple[int, int], int]:
-    return {(int(l), int(r)): e for e, (l, r) in enumerate(inst.edges)}
-
-
 def _type_edges(inst: GainOverheadInstance) -> list[np.ndarray]:
     """Edge indices of each type, ascending instance index (edges are lexicographic)."""
     starts = np.searchsorted(inst.edge_type, np.arange(inst.n_types + 1))

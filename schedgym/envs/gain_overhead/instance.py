@@ -171,13 +171,6 @@ class GainOverheadInstance:
         return _readonly(self.utility_codes[self.edge_instance])
 
     @cached_property
-    def type_incidence(self) -> np.ndarray:
-        """float ``(L, E)``: ``1`` where edge ``e`` belongs to job type ``l`` (sums per type)."""
-        m = np.zeros((self.n_types, self.n_edges))
-        m[self.edge_type, np.arange(self.n_edges)] = 1.0
-        return _readonly(m)
-
-    @cached_property
     def type_starts(self) -> np.ndarray:
         """int ``(L,)``: index of each type's first edge (edges are sorted by type, and every type
         has one), for ``np.add.reduceat`` sums over ``R_l``."""
