@@ -161,7 +161,7 @@ def _progress(total: int, show: bool, desc: str):
         return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="step", smoothing=0.1)
+    return tqdm(total=total, desc=desc, unit="step", smoothing=0.1, mininterval=1.0)
 
 
 def summarise(results: list[EpisodeResult], bench: dict[int, dict[str, float]],
