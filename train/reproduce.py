@@ -188,11 +188,11 @@ def write_report(cfg: dict[str, Any], rows: list[dict[str, Any]], runs: dict[str
     _plot(cfg, rows, runs, out / "plot.png")
 
 
-def _fmt_value(val: Any) -> str:
-    """A sweep value for tables and ticks; a mapping prints as ``a=1, b=2``."""
+def _fmt_value(val: Any, sep: str = ", ") -> str:
+    """A sweep value for tables and ticks; a mapping prints as ``a=1, b=2``; no sweep: ``-``."""
     if isinstance(val, dict):
-        return ", ".join(f"{k}={v}" for k, v in val.items())
-    return str(val)
+        return sep.join(f"{k}={v}" for k, v in val.items())
+    return "-" if val is None else str(val)
 
 
 def _plot(cfg, rows, runs, path: Path) -> None:
@@ -234,13 +234,13 @@ def _plot(cfg, rows, runs, path: Path) -> None:
             ax.set_visible(False)
         for ax, label in zip(axes.flat, params, strict=False):
             sub = [r for r in rows if r["sweep"] == label]
-            vals = list(dict.fromkeys(_fmt_value(r["value"]) for r in sub))
+            vals = list(dict.fromkeys(_fmt_value(r["value"], "\n") for r in sub))
             for agent in cfg["agents"]:
                 rs = [r for r in sub if r["agent"] == agent]
                 ax.errorbar(range(len(rs)), [r[metric] for r in rs],
                             yerr=[0 if not np.isfinite(r[metric + "_ci"]) else r[metric + "_ci"]
                                   for r in rs], marker="o", capsize=3, label=agent)
-            ax.set_xticks(range(len(vals)), vals, fontsize=7 if len(vals[0]) > 12 else None)
+            ax.set_xticks(range(len(vals)), vals, fontsize=7 if "\n" in vals[0] else None)
             ax.set(xlabel=sub[0]["parameter"], ylabel=metric, title=f"{cfg['name']}: {label}")
         axes[0][0].legend(fontsize=8)
     fig.tight_layout()
