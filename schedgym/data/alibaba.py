@@ -468,6 +468,62 @@ def load_sample(constraints: bool = True) -> Trace:
                                      "openb_node_list_all_node + openb_pod_list_gpuspec33)")
 
 
+def _read_batch_tasks(
+    task_file: Any,
+    schema: Sequence[str],
+    statuses: Sequence[str] | None,
+    *,
+    mem_high: float | None,
+    mem_unit: str,
+    mem_scale: float,
+    with_gpu: bool,
+    constraints: bool,
+) -> dict[str, list]:
+    """Task rows of a v2020 ``pai_task_table`` or v2018 ``batch_task`` file (same layout:
+    ``start_time``, ``end_time``, ``status``, ``plan_cpu`` in percent of a core, ``plan_mem``;
+    v2020 adds ``plan_gpu`` in percent of a GPU and ``gpu_type``). Rows whose ``status`` is not
+    in ``statuses`` are skipped; rows without start time, CPU or memory are dropped and counted.
+    Memory is multiplied by ``mem_scale`` to get GB."""
+    tname = _display(task_file)
+    pcpu = _Num(tname, "plan_cpu", unit="percent of a core (100 = 1 core)")
+    pmem = _Num(tname, "plan_mem", high=mem_high, unit=mem_unit)
+    pgpu = _Num(tname, "plan_gpu", unit="percent of a GPU (100 = 1 GPU)")
+    st = _Num(tname, "start_time", low=None, unit="s")
+    et = _Num(tname, "end_time", low=None, unit="s")
+    tasks: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
+    needed = ["start_time", "plan_cpu", "plan_mem"] + (["status"] if statuses is not None else [])
+    optional = ("end_time", "plan_gpu", "gpu_type") if with_gpu else ("end_time",)
+    seen: set[str] = set()
+    n_rows = passed = dropped = 0
+    for line, r in _rows(task_file, needed, schema, optional):
+        n_rows += 1
+        if statuses is not None:
+            seen.add(r["status"])
+            if r["status"] not in statuses:
+                continue
+        passed += 1
+        t, c, m = st(r["start_time"], line), pcpu(r["plan_cpu"], line), pmem(r["plan_mem"], line)
+        g = pgpu(r["plan_gpu"], line) if with_gpu and "plan_gpu" in r else 0.0
+        if math.isnan(t) or math.isnan(c) or math.isnan(m):
+            dropped += 1
+            continue
+        g = 0.0 if math.isnan(g) else g / 100.0
+        e = et(r["end_time"], line) if "end_time" in r else math.nan
+        tasks["time"].append(t)
+        tasks["cpu"].append(c / 100.0)
+        tasks["mem"].append(m * mem_scale)
+        tasks["gpu"].append(g)
+        tasks["spec"].append(_canon_spec(r.get("gpu_type", ""), ("MISC",))
+                             if constraints and g > 0 else "")
+        tasks["dur"].append(e - t)
+    if statuses is not None:
+        _filter_check(tname, "status", passed, statuses, seen)
+    _empty_check(tname, len(tasks["time"]), "every row lacks start_time, plan_cpu or plan_mem")
+    tasks["notes"] = [f"{tname}: kept {len(tasks['time'])} of {n_rows} task rows (status in "
+                      f"{statuses}; {dropped} without start_time/plan_cpu/plan_mem dropped)"]
+    return tasks
+
+
 # ------------------------------------------------------------------- gpu-v2020
 def load_gpu_v2020(
     machine_file: str | os.PathLike[str],
@@ -509,42 +565,9 @@ def load_gpu_v2020(
     _empty_check(mname, len(nodes["cpu"]), "every row lacks cap_cpu or cap_mem")
     nodes["notes"] = [f"{mname}: {nd} machine rows without cap_cpu/cap_mem dropped"] if nd else []
 
-    pcpu = _Num(tname, "plan_cpu", unit="percent of a core (100 = 1 core)")
-    pmem = _Num(tname, "plan_mem", unit="GB")
-    pgpu = _Num(tname, "plan_gpu", unit="percent of a GPU (100 = 1 GPU)")
-    st = _Num(tname, "start_time", low=None, unit="s")
-    et = _Num(tname, "end_time", low=None, unit="s")
-    tasks: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
-    needed = ["start_time", "plan_cpu", "plan_mem"] + (["status"] if statuses is not None else [])
-    seen: set[str] = set()
-    n_rows = passed = dropped = 0
-    for line, r in _rows(task_file, needed, V2020_TASK_COLUMNS,
-                         ("end_time", "plan_gpu", "gpu_type")):
-        n_rows += 1
-        if statuses is not None:
-            seen.add(r["status"])
-            if r["status"] not in statuses:
-                continue
-        passed += 1
-        t, c, m = st(r["start_time"], line), pcpu(r["plan_cpu"], line), pmem(r["plan_mem"], line)
-        g = pgpu(r["plan_gpu"], line) if "plan_gpu" in r else 0.0
-        if math.isnan(t) or math.isnan(c) or math.isnan(m):
-            dropped += 1
-            continue
-        g = 0.0 if math.isnan(g) else g / 100.0
-        e = et(r["end_time"], line) if "end_time" in r else math.nan
-        tasks["time"].append(t)
-        tasks["cpu"].append(c / 100.0)
-        tasks["mem"].append(m)
-        tasks["gpu"].append(g)
-        tasks["spec"].append(_canon_spec(r.get("gpu_type", ""), ("MISC",))
-                             if constraints and g > 0 else "")
-        tasks["dur"].append(e - t)
-    if statuses is not None:
-        _filter_check(tname, "status", passed, statuses, seen)
-    _empty_check(tname, len(tasks["time"]), "every row lacks start_time, plan_cpu or plan_mem")
-    tasks["notes"] = [f"{tname}: kept {len(tasks['time'])} of {n_rows} task rows (status in "
-                      f"{statuses}; {dropped} without start_time/plan_cpu/plan_mem dropped)"]
+    tasks = _read_batch_tasks(task_file, V2020_TASK_COLUMNS, statuses, mem_high=None,
+                              mem_unit="GB", mem_scale=1.0, with_gpu=True,
+                              constraints=constraints)
     return _make_trace(nodes, tasks, f"Alibaba cluster-trace-gpu-v2020: {mname}, {tname}")
 
 
@@ -596,36 +619,8 @@ def load_v2018(
     nodes["notes"] = [f"{mname}: {len(nodes['cpu'])} machines (first row per machine_id); "
                       f"{nd} rows without cpu_num/mem_size skipped"]
 
-    pcpu = _Num(tname, "plan_cpu", unit="percent of a core (100 = 1 core)")
-    pmem = _Num(tname, "plan_mem", high=100.0, unit="normalised memory in [0, 100]")
-    st = _Num(tname, "start_time", low=None, unit="s")
-    et = _Num(tname, "end_time", low=None, unit="s")
-    tasks: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
-    needed = ["start_time", "plan_cpu", "plan_mem"] + (["status"] if statuses is not None else [])
-    seen: set[str] = set()
-    n_rows = passed = dropped = 0
-    for line, r in _rows(task_file, needed, V2018_TASK_COLUMNS, ("end_time",)):
-        n_rows += 1
-        if statuses is not None:
-            seen.add(r["status"])
-            if r["status"] not in statuses:
-                continue
-        passed += 1
-        t, c, m = st(r["start_time"], line), pcpu(r["plan_cpu"], line), pmem(r["plan_mem"], line)
-        if math.isnan(t) or math.isnan(c) or math.isnan(m):
-            dropped += 1
-            continue
-        e = et(r["end_time"], line) if "end_time" in r else math.nan
-        tasks["time"].append(t)
-        tasks["cpu"].append(c / 100.0)
-        tasks["mem"].append(m * mem_gb_per_unit)
-        tasks["gpu"].append(0.0)
-        tasks["spec"].append("")
-        tasks["dur"].append(e - t)
-    if statuses is not None:
-        _filter_check(tname, "status", passed, statuses, seen)
-    _empty_check(tname, len(tasks["time"]), "every row lacks start_time, plan_cpu or plan_mem")
-    tasks["notes"] = [f"{tname}: kept {len(tasks['time'])} of {n_rows} task rows (status in "
-                      f"{statuses}; {dropped} without start_time/plan_cpu/plan_mem dropped)"]
+    tasks = _read_batch_tasks(task_file, V2018_TASK_COLUMNS, statuses, mem_high=100.0,
+                              mem_unit="normalised memory in [0, 100]",
+                              mem_scale=mem_gb_per_unit, with_gpu=False, constraints=False)
     return _make_trace(nodes, tasks, f"Alibaba cluster-trace-v2018: {mname}, {tname}")
 
