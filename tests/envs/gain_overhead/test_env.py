@@ -296,10 +296,9 @@ def test_utility_families_give_finite_rewards(utility):
         assert len(fams) > 1
 
 
-def test_explicit_instance_is_used():
-    from schedgym.envs.gain_overhead import GainOverheadInstance
-
-    inst = GainOverheadInstance(
+def _tiny_instance_kwargs() -> dict:
+    """Two types, two instances, two resources, three edges."""
+    return dict(
         edges=np.array([[0, 0], [0, 1], [1, 1]]),
         requests=np.array([[2.0, 1.0], [3.0, 0.0]]),
         capacities=np.array([[4.0, 1.0], [2.0, 5.0]]),
@@ -308,6 +307,12 @@ def test_explicit_instance_is_used():
         utility=np.full((2, 2), "linear"),
         resource_names=("cpu", "mem"),
     )
+
+
+def test_explicit_instance_is_used():
+    from schedgym.envs.gain_overhead import GainOverheadInstance
+
+    inst = GainOverheadInstance(**_tiny_instance_kwargs())
     env = gym.make(ENV_ID, instance=inst, horizon=5)
     assert env.unwrapped.instance is inst
     assert env.action_space.shape == (6,)
@@ -330,15 +335,7 @@ def test_explicit_instance_is_used():
 def test_bad_instance_fields_raise(field, value, match):
     from schedgym.envs.gain_overhead import GainOverheadInstance
 
-    kw = dict(
-        edges=np.array([[0, 0], [0, 1], [1, 1]]),
-        requests=np.array([[2.0, 1.0], [3.0, 0.0]]),
-        capacities=np.array([[4.0, 1.0], [2.0, 5.0]]),
-        alpha=np.ones((2, 2)),
-        beta=np.array([0.1, 0.2]),
-        utility=np.full((2, 2), "linear"),
-        resource_names=("cpu", "mem"),
-    )
+    kw = _tiny_instance_kwargs()
     kw[field] = value
     with pytest.raises(ValueError, match=match):
         GainOverheadInstance(**kw)
