@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from schedgym.agents.base import Agent
 from schedgym.core.knapsack import budgeted_knapsack, knapsack_01
 from schedgym.core.validation import check_bool, check_choice, check_float
 

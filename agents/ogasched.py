@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
-from agents.baselines.gain_overhead import fairness_allocation
+from schedgym.agents.base import Agent
+from schedgym.agents.baselines.gain_overhead import fairness_allocation
 from schedgym.core.validation import check_choice, check_float, check_int
 from schedgym.envs.gain_overhead import dynamics
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice, check_float
 from schedgym.envs.deadline_welfare.dynamics import (
     LINEAR,

@@ -25,9 +25,9 @@ import warnings
 import gymnasium as gym
 import numpy as np
 
-import agents
 import schedgym  # noqa: F401
-from agents.onsocmax import p3_from_job, solve_p3_cvxpy
+from schedgym import agents
+from schedgym.agents.onsocmax import p3_from_job, solve_p3_cvxpy
 from schedgym.envs.deadline_welfare.dynamics import observed_job
 from schedgym.envs.deadline_welfare.offline import solve_p1
 

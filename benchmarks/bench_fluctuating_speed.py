@@ -20,8 +20,8 @@ import time
 import gymnasium as gym
 import numpy as np
 
-import agents
 import schedgym  # noqa: F401
+from schedgym import agents
 
 ENV_ID = "schedgym/FluctuatingSpeed-v0"
 

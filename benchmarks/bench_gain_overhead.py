@@ -25,8 +25,8 @@ import time
 import gymnasium as gym
 import numpy as np
 
-import agents
 import schedgym  # noqa: F401
+from schedgym import agents
 
 ENV_ID = "schedgym/GainOverhead-v0"
 AGENTS = ["ogasched", "drf", "fairness", "binpacking", "spreading"]
@@ -109,7 +109,7 @@ def main() -> None:
         print(f"{name:12s} {1e3 * decision_time(name, min(args.steps, 2000)):16.3f}")
 
     if not args.skip_headline:
-        from train.compare import run_compare
+        from schedgym.train.compare import run_compare
 
         t0 = time.perf_counter()
         results, _ = run_compare(ENV_ID, AGENTS, [0], scenario="paper-headline", workers=2,

@@ -1,6 +1,7 @@
 """SB3 callback writing schedgym's per-step metrics to TensorBoard during training.
 
-The tags are those of :mod:`train.tensorboard` (``schedgym/step/*``, ``schedgym/episode/*``),
+The tags are those of :mod:`schedgym.train.tensorboard` (``schedgym/step/*``,
+``schedgym/episode/*``),
 identical to what the classical-agent runner writes, so ``tensorboard --logdir runs/`` shows a
 learner beside OgaSched/ESDP/OnSocMax. Rewards are logged in the env's own units: under
 ``VecNormalize`` the callback reads ``get_original_reward()``, never the scaled reward.
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from train.tensorboard import MetricTracker, write_scalars
+from schedgym.train.tensorboard import MetricTracker, write_scalars
 
 
 class SchedgymMetricsCallback(BaseCallback):
@@ -39,7 +40,7 @@ class SchedgymMetricsCallback(BaseCallback):
 
         env = self.training_env
         if self.spec is None:
-            from train.tensorboard import metric_spec
+            from schedgym.train.tensorboard import metric_spec
 
             self.spec = metric_spec(env.get_attr("unwrapped", [0])[0])
         self.tracker = MetricTracker(self.spec, env.num_envs)

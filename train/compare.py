@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from train.runner import EpisodeResult, build_agent, make_env, parse_value, run_episode
-from train.stats import fmt_ci, mean_ci, parse_seeds
+from schedgym.train.runner import EpisodeResult, build_agent, make_env, parse_value, run_episode
+from schedgym.train.stats import fmt_ci, mean_ci, parse_seeds
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
 def _episode_job(env_id: str, scenario: str | None, instance_seed: int, overrides: dict,
                  spec: str, seed: int, queue: Any = None,
                  record_steps: bool = False) -> EpisodeResult:
-    from train.plots import is_learned
+    from schedgym.train.plots import is_learned
 
     if is_learned(spec):
         import torch
@@ -57,7 +57,7 @@ def _episode_job(env_id: str, scenario: str | None, instance_seed: int, override
     prog = (lambda n: queue.put(n)) if queue is not None else None
     rec = None
     if record_steps:
-        from train.tensorboard import StepRecorder, metric_spec
+        from schedgym.train.tensorboard import StepRecorder, metric_spec
 
         rec = StepRecorder(metric_spec(env))
     res = run_episode(env, agent, seed, label=spec, progress=prog, step_callback=rec)
@@ -91,7 +91,7 @@ def run_compare(
     """Run every (agent, seed) episode; returns the results and the offline benchmark values.
 
     ``record_steps``: keep every step's reward and scalar info in ``result.extra["steps"]``
-    (for :func:`train.tensorboard.log_classical`)."""
+    (for :func:`schedgym.train.tensorboard.log_classical`)."""
     overrides = dict(overrides or {})
     # Fail fast, in this process, on a bad env id, scenario, override or agent name.
     env = make_env(env_id, scenario, instance_seed, overrides)
@@ -329,7 +329,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {out}/episodes.csv, summary.csv, summary.json, curves.npz "
           f"({time.perf_counter() - t0:.1f} s)")
     if getattr(args, "plots", True):
-        from train.plots import curves_from_results, plot_curves
+        from schedgym.train.plots import curves_from_results, plot_curves
 
         paths = plot_curves(curves_from_results(results), out, f"{args.env_id} [{scen}, "
                             f"instance_seed={args.instance_seed}]", reference=args.reference)
@@ -351,7 +351,7 @@ def write_tensorboard(logdir: str | Path, env_id: str, results: list[EpisodeResu
                       scenario: str | None, instance_seed: int, overrides: dict[str, Any],
                       log_every: int = 1000) -> list[Path]:
     """One TensorBoard run per agent, ``logdir/<Env-vN>/<agent>``, episodes in seed order."""
-    from train.tensorboard import env_folder, log_classical, metric_spec, run_name
+    from schedgym.train.tensorboard import env_folder, log_classical, metric_spec, run_name
 
     env = make_env(env_id, scenario, instance_seed, overrides)
     spec = metric_spec(env)
@@ -373,8 +373,8 @@ def record_episode(env_id: str, spec: str, seed: int, folder: str | Path,
                    overrides: dict[str, Any] | None = None, n_frames: int = 8) -> list[Path]:
     """Play one episode with ``render_mode="rgb_array"`` and save about ``n_frames`` evenly
     spaced frames as ``<folder>/<agent>-seed<seed>.png`` (strip) and ``.gif``."""
-    from train.plots import FrameSampler, save_strip
-    from train.tensorboard import run_name
+    from schedgym.train.plots import FrameSampler, save_strip
+    from schedgym.train.tensorboard import run_name
 
     env = make_env(env_id, scenario, instance_seed, overrides, render_mode="rgb_array")
     agent = build_agent(spec, env)

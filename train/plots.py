@@ -7,9 +7,9 @@
    agent with the highest mean return), computed per seed on the same episode (common random
    numbers) and then averaged, with its 95% band. Learned agents (``ppo:model.zip``) are dashed.
 
-``python -m train.plots results/compare/GainOverhead-v0-paper-default [AGENT]`` redraws them
-from ``curves.npz`` (with ``AGENT`` as the ratio's reference instead of the best classical
-agent). Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --record``.
+``python -m schedgym.train.plots results/compare/GainOverhead-v0-paper-default [AGENT]``
+redraws them from ``curves.npz`` (with ``AGENT`` as the ratio's reference instead of the best
+classical agent). Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --record``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.registry import SB3_ALGOS
+from schedgym.agents.registry import SB3_ALGOS
 
 
 def is_learned(spec: str) -> bool:
@@ -58,7 +58,7 @@ def band(x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
 def best_classical(curves: Mapping[str, Mapping[int, np.ndarray]]) -> str:
     """The classical agent with the highest mean return, leaving out clairvoyant benchmark
     agents such as FluctuatingSpeed's ``oracle`` (any agent if none qualifies)."""
-    from agents.registry import is_benchmark
+    from schedgym.agents.registry import is_benchmark
 
     pool = [a for a in curves if not is_learned(a) and not is_benchmark(a)] or list(curves)
     return max(pool, key=lambda a: np.mean([c[-1] if len(c) else 0.0
@@ -239,8 +239,8 @@ class FrameSampler:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (1, 2):
-        print("usage: python -m train.plots RESULTS_DIR [REFERENCE_AGENT] (RESULTS_DIR holds "
-              "curves.npz)", file=sys.stderr)
+        print("usage: python -m schedgym.train.plots RESULTS_DIR [REFERENCE_AGENT] "
+              "(RESULTS_DIR holds curves.npz)", file=sys.stderr)
         return 2
     folder = Path(argv[0])
     ref = argv[1] if len(argv) == 2 else None

@@ -6,7 +6,7 @@ concatenates like SB3's ``CombinedExtractor``. Because the scaling lives in the 
 ``model.zip`` is self-contained: ``agents.make("ppo:model.zip", env)`` and ``schedgym compare``
 feed it raw observations, with no ``vecnormalize.pkl`` to carry around. Use it for envs whose
 observations are not already in [0, 1] (DeadlineWelfare-v0), by name in ``configs/*.yml``:
-``policy: train.policies.BoundsScaledPolicy`` (PPO/A2C), ``BoundsScaledSACPolicy``,
+``policy: schedgym.train.policies.BoundsScaledPolicy`` (PPO/A2C), ``BoundsScaledSACPolicy``,
 ``BoundsScaledTD3Policy``.
 """
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from train.compare import parse_overrides, run_compare
-from train.stats import fmt_ci, mean_ci, parse_seeds
+from schedgym.train.compare import parse_overrides, run_compare
+from schedgym.train.stats import fmt_ci, mean_ci, parse_seeds
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "experiments"
 KEYS = {"name", "paper", "env_id", "scenario", "overrides", "agents", "reference", "seeds",

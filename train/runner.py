@@ -16,8 +16,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import agents as agent_registry
 import schedgym  # noqa: F401  (registers the env ids)
+from schedgym import agents as agent_registry
 
 StepCallback = Callable[[int, float, dict[str, Any]], None]
 

@@ -14,8 +14,8 @@ The x axis is the number of env steps taken so far (training: ``model.num_timest
 parallel envs; classical runner: steps played, episodes one after another in seed order).
 
 :class:`MetricTracker` does the bookkeeping for both writers, so the SB3 callback
-(:mod:`train.callbacks`) and :func:`log_classical` write exactly the same tags with the same
-aggregation as :func:`train.runner.run_episode` (``schedgym compare``'s table).
+(:mod:`schedgym.train.callbacks`) and :func:`log_classical` write exactly the same tags with the
+same aggregation as :func:`schedgym.train.runner.run_episode` (``schedgym compare``'s table).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: st
                   overrides: dict[str, Any] | None = None, log_every: int = 1000) -> Path:
     """Play ``agent_spec`` (any agent, classical or ``ppo:model.zip``) on ``seeds`` one after
     another and write the shared tags to ``logdir`` (e.g. ``runs/GainOverhead-v0/ogasched``)."""
-    from train.runner import build_agent, make_env, run_episode
+    from schedgym.train.runner import build_agent, make_env, run_episode
 
     env = make_env(env_id, scenario, instance_seed, overrides)
     agent = build_agent(agent_spec, env)

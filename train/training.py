@@ -1,8 +1,9 @@
 """``schedgym train ALGO ENV_ID``: train an SB3 learner on any schedgym env.
 
 Hyperparameters come from ``configs/<algo>.yml`` (rl-baselines3-zoo format, keyed by env id, with a
-``default`` entry for envs without their own; see :mod:`train.hyperparams`). Everything is written
-to one run folder, ``<out>/<Env-vN>/<name>/`` (default ``runs/GainOverhead-v0/ppo_s0/``):
+``default`` entry for envs without their own; see :mod:`schedgym.train.hyperparams`).
+Everything is written to one run folder, ``<out>/<Env-vN>/<name>/`` (default
+``runs/GainOverhead-v0/ppo_s0/``):
 
 - TensorBoard events: SB3's own tags (``rollout/``, ``train/``, ``eval/``, ``time/``) and
   schedgym's per-step metrics (``schedgym/step/*``, ``schedgym/episode/*``, see
@@ -34,8 +35,8 @@ from typing import Any
 import gymnasium as gym
 
 import schedgym  # noqa: F401  (registers the env ids)
-from train import hyperparams as hp
-from train.tensorboard import env_folder, metric_spec
+from schedgym.train import hyperparams as hp
+from schedgym.train.tensorboard import env_folder, metric_spec
 
 
 @dataclass
@@ -117,7 +118,7 @@ def train(
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from train.callbacks import SchedgymMetricsCallback, WallClockLimit
+    from schedgym.train.callbacks import SchedgymMetricsCallback, WallClockLimit
 
     t0 = time.perf_counter()
     if threads is not None:
@@ -143,7 +144,7 @@ def train(
                          f"{', '.join(hp.supported_algos(probe.action_space))}")
     spec = metric_spec(probe)
     if beside:
-        from train.runner import build_agent
+        from schedgym.train.runner import build_agent
 
         for agent_spec in beside:  # fail before training, not after
             build_agent(agent_spec, probe)
@@ -160,7 +161,7 @@ def train(
 
         warnings.warn("normalize has norm_obs=True: the saved model.zip then expects normalised "
                       "observations, which 'schedgym compare ALGO:model.zip' does not apply; "
-                      "prefer norm_obs=False with train.policies.BoundsScaledPolicy",
+                      "prefer norm_obs=False with schedgym.train.policies.BoundsScaledPolicy",
                       UserWarning, stacklevel=2)
     if norm is not None:
         stats = vecnormalize_path(resume) if resume is not None else None
@@ -230,7 +231,7 @@ def train(
     if eval_env is not None:
         eval_env.close()
     if beside:
-        from train.tensorboard import run_classical, run_name
+        from schedgym.train.tensorboard import run_classical, run_name
 
         for spec in beside:
             run_classical(env_id, spec, beside_seeds or list(range(100, 105)),
@@ -314,8 +315,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from train.compare import parse_overrides, split_agents
-    from train.stats import parse_seeds
+    from schedgym.train.compare import parse_overrides, split_agents
+    from schedgym.train.stats import parse_seeds
 
     res = train(args.algo, args.env_id, config=args.config, timesteps=args.timesteps,
                 seed=args.seed, n_envs=args.n_envs, scenario=args.scenario,

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
 from schedgym.envs.deadline_welfare.dynamics import ObservedJob, observed_job, utility
 from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
-from agents.esdp import empirical_means, init_stats, update_stats
+from schedgym.agents.base import Agent
+from schedgym.agents.esdp import empirical_means, init_stats, update_stats
 from schedgym.core.validation import check_choice
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
 

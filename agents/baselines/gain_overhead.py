@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
 from schedgym.envs.gain_overhead.instance import GainOverheadInstance
 

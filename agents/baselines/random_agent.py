@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from agents.base import Agent
+from schedgym.agents.base import Agent
 from schedgym.core import rng as rngs
 from schedgym.core.validation import check_seed
 

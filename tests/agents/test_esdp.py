@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agents
 import schedgym  # noqa: F401
-from agents.esdp import DELTAS, ESDP, EXPLORATIONS
+from schedgym import agents
+from schedgym.agents.esdp import DELTAS, ESDP, EXPLORATIONS
 from schedgym.envs.fluctuating_speed import dynamics
 
 ENV_ID = "schedgym/FluctuatingSpeed-v0"

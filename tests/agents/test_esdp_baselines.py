@@ -9,9 +9,9 @@ import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
-import agents
 import schedgym  # noqa: F401
-from agents.baselines.fluctuating_speed import greedy_fill
+from schedgym import agents
+from schedgym.agents.baselines.fluctuating_speed import greedy_fill
 from schedgym.envs.fluctuating_speed import FluctuatingSpeedInstance, dynamics
 
 ENV_ID = "schedgym/FluctuatingSpeed-v0"

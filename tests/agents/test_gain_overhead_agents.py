@@ -9,7 +9,7 @@ import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
-import agents
+from schedgym import agents
 from schedgym.envs.gain_overhead import dynamics
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
@@ -195,7 +195,7 @@ def test_ogasched_constant_theory_step_regret_below_theorem_bound():
 
 def test_hindsight_optimum_beats_every_fixed_heuristic_allocation():
     """y* is the best *fixed* allocation: no baseline's allocation, frozen, does better."""
-    from agents.baselines.gain_overhead import fairness_allocation
+    from schedgym.agents.baselines.gain_overhead import fairness_allocation
     from schedgym.envs.gain_overhead.offline import hindsight_optimum
 
     env = gym.make(ENV_ID, **SMALL).unwrapped

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agents
 import schedgym  # noqa: F401
-from agents.onsocmax import P3, OnSocMax, solve_alm, solve_p3_cvxpy
+from schedgym import agents
+from schedgym.agents.onsocmax import P3, OnSocMax, solve_alm, solve_p3_cvxpy
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.pricing import Pricing, alpha_hat
 

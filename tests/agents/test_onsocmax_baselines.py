@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agents
 import schedgym  # noqa: F401
-from agents.baselines.deadline_welfare import (
+from schedgym import agents
+from schedgym.agents.baselines.deadline_welfare import (
     JSQ,
     EqualShare,
     MaxFirst,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from train.cli import main as cli
-from train.plots import (
+from schedgym.train.cli import main as cli
+from schedgym.train.plots import (
     FrameSampler,
     _stack,
     band,
@@ -15,7 +15,7 @@ from train.plots import (
     is_learned,
     plot_curves,
 )
-from train.tensorboard import documented_tags, read_scalars
+from schedgym.train.tensorboard import documented_tags, read_scalars
 
 from .conftest import small_overrides
 
@@ -30,7 +30,7 @@ def _sets(env_id):
 def test_compare_writes_plots_tensorboard_and_record(tmp_path, env_id):
     import gymnasium as gym
 
-    from train.tensorboard import metric_spec
+    from schedgym.train.tensorboard import metric_spec
 
     out = tmp_path / "cmp"
     rc = cli(["compare", env_id, "--agents", "random,random[seed=3]", "--seeds", "100-101",
@@ -67,7 +67,7 @@ def test_no_plots_keeps_the_table_and_csv(tmp_path):
 
 
 def test_learned_agent_next_to_classical(tmp_path):
-    from train.training import train
+    from schedgym.train.training import train
 
     env_id = "schedgym/GainOverhead-v0"
     res = train("a2c", env_id, timesteps=64, overrides=small_overrides(env_id),
@@ -122,7 +122,7 @@ def test_frame_sampler_keeps_about_n_even_frames(length, n):
 
 def test_best_classical_ignores_clairvoyant_benchmark_agents():
     """FluctuatingSpeed's oracle knows the true means: it is a regret reference, not a rival."""
-    import agents
+    from schedgym import agents
 
     assert agents.is_benchmark("oracle") and not agents.is_benchmark("esdp")
     assert agents.is_benchmark("oracle[foo=1]")

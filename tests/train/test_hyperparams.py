@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import schedgym
-from train import hyperparams as hp
+from schedgym.train import hyperparams as hp
 
 
 @pytest.mark.parametrize("algo", sorted(hp.ALGOS))
@@ -54,7 +54,7 @@ BASE = {"policy": "MultiInputPolicy", "n_timesteps": 100}
     ({"policy_kwargs": "dict(net_arc=[64])"}, "net_arc"),          # typo inside policy_kwargs
     ({"normalize": "dict(norm_rewards=True)"}, "norm_rewards"),    # typo inside normalize
     ({"policy": "MultiInputPolicyy"}, "MultiInputPolicyy"),
-    ({"policy": "train.policies.NoSuchPolicy"}, "NoSuchPolicy"),
+    ({"policy": "schedgym.train.policies.NoSuchPolicy"}, "NoSuchPolicy"),
     ({"learning_rate": "linear_3e-4"}, "learning_rate"),
     ({"n_timesteps": 0}, "n_timesteps"),
     ({"seed": 3}, "seed"),                                         # set by the trainer

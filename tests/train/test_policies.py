@@ -7,7 +7,7 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
-from train.policies import BoundsScaledExtractor
+from schedgym.train.policies import BoundsScaledExtractor
 
 
 def test_scaling_by_hand():

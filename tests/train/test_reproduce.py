@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.reproduce import (
+from schedgym.train.reproduce import (
     CONFIG_DIR,
     find_experiment,
     load_experiment,
@@ -105,7 +105,7 @@ def test_duplicate_sweep_labels_and_unknown_metrics_are_errors(tmp_path):
                    "  - {parameter: horizon, values: [20]}\n")
     with pytest.raises(ValueError, match="distinct 'label'"):
         load_experiment(bad)
-    from train.runner import EpisodeResult
+    from schedgym.train.runner import EpisodeResult
     res = EpisodeResult("a", 0, 1, {"reward": 1.0}, np.ones(1), 0.5, 2.0)
     assert metric_value(res, "reward") == 1.0 and metric_value(res, "wall_time") == 2.0
     with pytest.raises(KeyError, match="rewrd"):

@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from train.runner import build_agent, run_episode
-from train.tensorboard import (
+from schedgym.train.runner import build_agent, run_episode
+from schedgym.train.tensorboard import (
     EPISODE,
     STEP,
     MetricTracker,
@@ -22,7 +22,7 @@ from train.tensorboard import (
     run_classical,
     run_name,
 )
-from train.training import train
+from schedgym.train.training import train
 
 from .conftest import small_overrides
 

@@ -11,11 +11,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
 import schedgym
-from train import hyperparams as hp
-from train.tensorboard import documented_tags, metric_spec, read_scalars
-from train.training import train, vecnormalize_path
+from schedgym import agents
+from schedgym.train import hyperparams as hp
+from schedgym.train.tensorboard import documented_tags, metric_spec, read_scalars
+from schedgym.train.training import train, vecnormalize_path
 
 from .conftest import small_overrides
 

@@ -7,9 +7,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
 import schedgym  # noqa: F401
-from schedgym import offline
+from schedgym import agents, offline
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.offline import solve_p1
 
