@@ -17,3 +17,8 @@ def readonly_view(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.setflags(write=False)
     return v
+
+
+def f32(a: np.ndarray | float) -> np.ndarray:
+    """Round to float32-representable float64 values, so float32 observations show them exactly."""
+    return np.asarray(a, dtype=np.float32).astype(np.float64)

@@ -4,14 +4,15 @@ render-mode checks and how the instance is obtained (explicit, scenario builder,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
 from schedgym.core.scenarios import ScenarioRegistry
-from schedgym.core.validation import check_choice
+from schedgym.core.validation import check_choice, check_seed
 
 
 def unit_box(n: int) -> spaces.Box:
@@ -118,3 +119,67 @@ def resolve_instance(
         return inst, {k: v for k, v in params.items() if k in registry.defaults}, sampler, \
             "builder"
     return generate(params, instance_seed), params, None, "generator"
+
+
+class Viewer(Protocol):
+    """What an env's ``viewer`` module provides: both renderers read only a small snapshot of the
+    env (its ``render_state()``), never the env's private attributes."""
+
+    def render_ansi(self, state: Any) -> str: ...
+
+    def render_rgb(self, state: Any) -> np.ndarray: ...
+
+
+ActT = TypeVar("ActT")
+
+
+class SchedEnv(gym.Env[dict[str, np.ndarray], ActT], Generic[ActT]):
+    """Common plumbing of every schedgym env: the constructor preamble (render mode, instance
+    seed, scenario and instance resolution), ``render()`` through the env's viewer, and the
+    refusal to ``step()`` before ``reset()``.
+
+    Subclasses set ``viewer`` (their ``viewer`` module) and implement ``render_state()``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    viewer: ClassVar[Viewer]
+
+    def _setup(
+        self,
+        render_mode: str | None,
+        instance_seed: int,
+        scenario: str,
+        registry: ScenarioRegistry,
+        overrides: dict[str, Any],
+        instance: Any,
+        instance_type: type,
+        generate: Callable[[dict[str, Any], int], Any],
+    ) -> tuple[Any, dict[str, Any], Any, str]:
+        """Validate ``render_mode`` and ``instance_seed``, record them with ``scenario``, and
+        return :func:`resolve_instance`'s ``(instance, params, sampler, source)``."""
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
+        self.instance_seed: int = check_seed("instance_seed", instance_seed) or 0
+        self.scenario: str = scenario
+        self._needs_reset = True
+        return resolve_instance(registry, scenario, overrides, self.instance_seed, instance,
+                                instance_type, generate)
+
+    def _check_reset(self) -> None:
+        """Raise if ``step()`` is called before the first ``reset()`` (as Gymnasium's
+        ``OrderEnforcing`` wrapper does for a wrapped env)."""
+        if getattr(self, "_needs_reset", True):
+            raise gym.error.ResetNeeded(
+                f"{type(self).__name__}.step() was called before reset(): call reset() first"
+            )
+
+    def render_state(self) -> Any:
+        """The snapshot the viewer draws (a small frozen dataclass of the env's viewer)."""
+        raise NotImplementedError
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: a text summary; ``"rgb_array"``: ``uint8 (H, W, 3)``; else ``None``."""
+        if self.render_mode == "ansi":
+            return self.viewer.render_ansi(self.render_state())
+        if self.render_mode == "rgb_array":
+            return self.viewer.render_rgb(self.render_state())
+        return None

@@ -204,5 +204,5 @@ def budgeted_knapsack(
         take = cand > region
         np.maximum(region, cand, out=region)
         takes[i] = take
-    top = W[(*(int(ck) for ck in c), slice(None))].copy()
+    top = W[tuple(int(ck) for ck in c)].copy()
     return BudgetedSolution(top, S, tuple(takes), A, c, b)

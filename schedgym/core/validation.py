@@ -27,9 +27,11 @@ def check_int(
     lo = "-inf" if min_value is None else str(min_value)
     hi = "inf" if max_value is None else str(max_value)
     allowed = f"an integer in [{lo}, {hi}]"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, bool | np.bool_):  # True is not the integer 1 for a size or a seed
+        raise _fail(name, value, allowed)
+    if not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
+            value = int(float(value))
         else:
             raise _fail(name, value, allowed)
     value = int(value)
