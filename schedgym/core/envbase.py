@@ -3,12 +3,14 @@ render-mode checks and how the instance is obtained (explicit, scenario builder,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 
 from schedgym.core import rng as rngs
 from schedgym.core.scenarios import ScenarioRegistry
@@ -163,6 +165,27 @@ class SchedEnv(gym.Env[dict[str, np.ndarray], ActT], Generic[ActT]):
         self._needs_reset = True
         return resolve_instance(registry, scenario, overrides, self.instance_seed, instance,
                                 instance_type, generate)
+
+    @property
+    def max_episode_steps(self) -> int | None:
+        """The most steps an episode can take (``horizon`` T where the env has one); filled into
+        ``env.spec.max_episode_steps`` so that clients reading it see the real episode length."""
+        horizon = getattr(self, "horizon", None)
+        return int(horizon) if horizon is not None else None
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """The registration spec ``gym.make`` attaches, with ``max_episode_steps`` set to
+        :attr:`max_episode_steps`. The env truncates its own episodes, so ``gym.make`` adds no
+        ``TimeLimit`` wrapper (it reads its own copy of the spec, registered without a limit
+        because T depends on the scenario and the overrides)."""
+        return getattr(self, "_spec", None)
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        if value is not None and value.max_episode_steps is None:
+            value = dataclasses.replace(value, max_episode_steps=self.max_episode_steps)
+        self._spec = value
 
     def _check_reset(self) -> None:
         """Raise if ``step()`` is called before the first ``reset()`` (as Gymnasium's
