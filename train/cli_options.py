@@ -1,0 +1,125 @@
+"""Command-line options shared by ``schedgym train``, ``compare`` and ``reproduce``.
+
+One definition of the env options (``ENV_ID``, ``--scenario``, ``--instance-seed``, ``--set``),
+of ``--set KEY=VALUE`` parsing, and of env-id resolution, so every subcommand accepts and rejects
+the same things with the same message::
+
+    from schedgym.train.cli_options import add_env_options, env_options
+
+    add_env_options(parser)          # in add_parser(...)
+    opts = env_options(args)         # in main(args): EnvOptions, env id resolved, --set parsed
+    gym.make(opts.env_id, **opts.make_kwargs())
+
+Env ids: the registered ``schedgym/GainOverhead-v0``, or Gymnasium's module-prefixed form
+``schedgym:schedgym/GainOverhead-v0`` (the prefix makes Gymnasium import schedgym first, which is
+what a fresh worker process needs, e.g. SB3's ``SubprocVecEnv``). A namespace-less or misspelt id
+is one line naming the closest registered id (``did you mean schedgym/GainOverhead-v0?``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Gymnasium's module prefix that imports schedgym before resolving the id.
+MODULE_PREFIX = "schedgym:"
+
+
+def parse_overrides(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
+    """``["horizon=500", "beta_range=0.4:0.6"]`` -> ``{"horizon": 500, "beta_range": (0.4, 0.6)}``.
+
+    Values are parsed by :func:`schedgym.train.runner.parse_value` (int, float, bool, None,
+    tuples ``a:b``/``(a, b)``, else str). ``flag`` names the option in the error message.
+    """
+    from schedgym.train.runner import parse_value
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, val = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"{flag} {item!r} is invalid: must be KEY=VALUE")
+        out[key.strip()] = parse_value(val.strip())
+    return out
+
+
+def known_env_ids() -> list[str]:
+    """Every env id registered with Gymnasium (schedgym's first)."""
+    import gymnasium as gym
+
+    import schedgym
+
+    rest = sorted(k for k in gym.registry if k not in schedgym.ENV_IDS)
+    return [*schedgym.ENV_IDS, *rest]
+
+
+def resolve_env_id(text: str) -> str:
+    """The registered env id meant by ``text``; ``ValueError`` with the closest match otherwise.
+
+    ``schedgym:schedgym/GainOverhead-v0`` -> ``schedgym/GainOverhead-v0``; ``GainOverhead-v0``
+    -> error "did you mean schedgym/GainOverhead-v0?".
+    """
+    import gymnasium as gym
+
+    import schedgym
+
+    env_id = str(text).strip()
+    if env_id.startswith(MODULE_PREFIX):
+        env_id = env_id[len(MODULE_PREFIX):]
+    if env_id in gym.registry:
+        return env_id
+    ids = known_env_ids()
+    by_tail = {i.split("/")[-1].lower(): i for i in schedgym.ENV_IDS}
+    guess = by_tail.get(env_id.split("/")[-1].lower())
+    if guess is None:
+        close = difflib.get_close_matches(env_id, ids, n=1, cutoff=0.5)
+        guess = close[0] if close else None
+    hint = (f"did you mean {guess}?" if guess is not None
+            else f"must be one of {', '.join(schedgym.ENV_IDS)}")
+    raise ValueError(f"env_id={text!r} is invalid: {hint}")
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """The env a subcommand runs on, as given on the command line.
+
+    ``env_id``: registered id (resolved); ``scenario``: scenario name or None (paper default);
+    ``instance_seed``: seed of the instance; ``overrides``: ``--set`` env parameters.
+    """
+
+    env_id: str
+    scenario: str | None = None
+    instance_seed: int = 0
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def make_kwargs(self) -> dict[str, Any]:
+        """``gym.make`` keyword arguments (``overrides`` + ``scenario`` + ``instance_seed``)."""
+        kw = dict(self.overrides)
+        if self.scenario is not None:
+            kw["scenario"] = self.scenario
+        kw["instance_seed"] = self.instance_seed
+        return kw
+
+
+def add_env_options(p: argparse.ArgumentParser, *, env_id: bool = True) -> None:
+    """Add ``ENV_ID`` (positional, unless ``env_id=False``), ``--scenario``, ``--instance-seed``
+    and ``--set KEY=VALUE`` (repeatable) to ``p``."""
+    if env_id:
+        p.add_argument("env_id", metavar="ENV_ID",
+                       help="e.g. schedgym/GainOverhead-v0 (see 'schedgym list')")
+    p.add_argument("--scenario", default=None,
+                   help="scenario name (default: the paper default; see 'schedgym list')")
+    p.add_argument("--instance-seed", type=int, default=0,
+                   help="seed of the instance: graph, capacities, utilities (default 0)")
+    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
+                   help="override an env parameter, e.g. --set horizon=500 or "
+                   "--set action_mode=fractions (repeatable)")
+
+
+def env_options(args: argparse.Namespace) -> EnvOptions:
+    """The :class:`EnvOptions` of parsed ``args`` (env id resolved, ``--set`` parsed)."""
+    if args.instance_seed < 0:
+        raise ValueError(f"--instance-seed {args.instance_seed} is invalid: must be >= 0")
+    return EnvOptions(resolve_env_id(args.env_id), args.scenario, int(args.instance_seed),
+                      parse_overrides(args.overrides))
