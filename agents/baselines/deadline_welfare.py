@@ -28,7 +28,7 @@ import numpy as np
 from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
 from schedgym.envs.deadline_welfare.dynamics import ObservedJob, observed_job, utility
-from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 
 def waterfill(start: np.ndarray, end: np.ndarray, weight: np.ndarray,

@@ -20,7 +20,7 @@ from schedgym.agents.baselines.deadline_welfare import (
 )
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 ENV_ID = "schedgym/DeadlineWelfare-v0"
 AGENTS = ["onsocmax", "max-first", "equal-share", "jsq"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedgym.envs.deadline_welfare.instance import (
+from schedgym.envs.deadline_welfare.types import (
     FAMILY_CODES,
     DeadlineWelfareInstance,
     Jobs,

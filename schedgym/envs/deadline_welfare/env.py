@@ -5,44 +5,40 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
-    check_render_mode,
+    SchedEnv,
     clip_unit,
     decode_unit,
     encode_unit,
+    frac_box,
     resolve_episode_seed,
-    resolve_instance,
     unit_box,
     validate_action,
 )
-from schedgym.core.validation import check_seed
-from schedgym.envs.deadline_welfare import dynamics
-from schedgym.envs.deadline_welfare.instance import (
-    FAMILIES,
+from schedgym.envs.deadline_welfare import dynamics, viewer
+from schedgym.envs.deadline_welfare.generator import (
     SCENARIOS,
-    DeadlineWelfareInstance,
-    Jobs,
-    JobSampler,
     generate,
     job_limits,
     job_sampler,
-    observed_limits,
     validate_params,
 )
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
-from schedgym.envs.deadline_welfare.render import render_ansi, render_rgb
+from schedgym.envs.deadline_welfare.types import (
+    FAMILIES,
+    DeadlineWelfareInstance,
+    FixedJobs,
+    Jobs,
+    JobSampler,
+    observed_limits,
+)
 
 
-def _box(n: int, high: float) -> spaces.Box:
-    return spaces.Box(0.0, high, shape=(n,), dtype=np.float32)
-
-
-class DeadlineWelfareEnv(gym.Env):
+class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     """Online workload dispatching of deadline-aware multi-server jobs (OnSocMax, Zhao et al.).
 
     ## Description
@@ -114,6 +110,7 @@ class DeadlineWelfareEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    viewer = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
     episode_metrics = {"reward": "sum", "job_utility": "sum", "cluster_utility": "sum",
@@ -128,19 +125,15 @@ class DeadlineWelfareEnv(gym.Env):
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        self.instance_seed = check_seed("instance_seed", instance_seed) or 0
-        self.scenario = scenario
-        instance, params, sampler, _ = resolve_instance(
-            SCENARIOS, scenario, overrides, self.instance_seed, instance,
+        instance, params, sampler, _ = self._setup(
+            render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             DeadlineWelfareInstance, generate)
         params = validate_params({**params, "n_instances": instance.n_instances,
                                   "horizon": instance.horizon, "utility": instance.utility})
         self.params = params
         self.instance: DeadlineWelfareInstance = instance
         if instance.jobs is not None:
-            fixed = instance.jobs
-            sampler = lambda _seed: fixed  # noqa: E731
+            sampler = FixedJobs(instance.jobs)
         self._sample_jobs: JobSampler = sampler or job_sampler(params)
 
         U = instance.n_units
@@ -150,17 +143,17 @@ class DeadlineWelfareEnv(gym.Env):
         v_max = self._v_limit(lim)
         self.action_space = unit_box(U)
         self.observation_space = spaces.Dict({
-            "workload": _box(1, lim[0]),
-            "window": _box(2, float(max(instance.horizon - 1, 1))),
-            "allowed": _box(U, 1.0),
-            "capability": _box(U, lim[1]),
-            "utility_coef": _box(U, lim[2]),
-            "cluster_weight": _box(U, lim[3]),
-            "utility_family": _box(len(FAMILIES), 1.0),
-            "usage": _box(U, cmax),
-            "capacity": _box(U, cmax),
-            "bounds": _box(2, v_max),
-            "progress": _box(1, 1.0),
+            "workload": frac_box(1, lim[0]),
+            "window": frac_box(2, float(max(instance.horizon - 1, 1))),
+            "allowed": frac_box(U, 1.0),
+            "capability": frac_box(U, lim[1]),
+            "utility_coef": frac_box(U, lim[2]),
+            "cluster_weight": frac_box(U, lim[3]),
+            "utility_family": frac_box(len(FAMILIES), 1.0),
+            "usage": frac_box(U, cmax),
+            "capacity": frac_box(U, cmax),
+            "bounds": frac_box(2, v_max),
+            "progress": frac_box(1, 1.0),
         })
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
@@ -336,9 +329,13 @@ class DeadlineWelfareEnv(gym.Env):
         self._last = info
         return self._obs(), float(reward), terminated, False, info
 
-    def render(self):
-        if self.render_mode == "ansi":
-            return render_ansi(self)
-        if self.render_mode == "rgb_array":
-            return render_rgb(self)
-        return None
+    def render_state(self) -> viewer.RenderState:
+        """The snapshot :mod:`.viewer` draws (utilisation of the mesh, welfare so far)."""
+        jobs = self.jobs
+        tot = self._totals
+        return viewer.RenderState(
+            job_index=self._n, n_jobs=jobs.n_jobs, welfare=float(tot[0] + tot[1]),
+            welfare_jobs=float(tot[0]), welfare_cluster=float(tot[1]),
+            served_fraction=float(tot[2] / tot[3]) if tot[3] > 0 else 0.0,
+            utilization=self._usage / self.instance.capacity,
+            current=jobs.mask[self._n] if self._n < jobs.n_jobs else None)

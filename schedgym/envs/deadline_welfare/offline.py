@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from schedgym.envs.deadline_welfare import dynamics
-from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 
 @dataclass(frozen=True)

@@ -47,17 +47,15 @@ from schedgym.data.trace_mapping import (
     class_allowed_nodes,
     task_classes,
 )
-from schedgym.envs.deadline_welfare.instance import (
+from schedgym.envs.deadline_welfare.generator import (
     DEFAULTS,
     SCENARIOS,
-    DeadlineWelfareInstance,
-    Jobs,
-    JobSampler,
     job_limits,
     job_sampler,
     prior_bounds,
     validate_params,
 )
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs, JobSampler
 
 NAME = "alibaba-gpu-2023"
 PARAMS: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 ENV_ID = "schedgym/DeadlineWelfare-v0"
 SMALL = dict(n_instances=3, horizon=6, n_jobs=8, arrival_rate=2.0)

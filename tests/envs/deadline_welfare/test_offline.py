@@ -83,8 +83,8 @@ def test_one_way_trading_stress_ratio_below_alpha_hat(p):
     """Spec §4.4(b): one unit (C = 20, β = 0), small linear jobs whose values rise geometrically
     from ι = 1 to p, then one block of volume C at value p. OPT / OnSocMax must stay <= α̂."""
     from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-    from schedgym.envs.deadline_welfare.instance import DeadlineWelfareInstance, Jobs
     from schedgym.envs.deadline_welfare.pricing import alpha_hat
+    from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
     values = np.geomspace(1.0, p, 60)
     N = values.size + 1

@@ -1,0 +1,168 @@
+"""Scenarios and the synthetic generator of DeadlineWelfare-v0 (OnSocMax problem).
+
+The generator follows the paper's simulation setting (Zhao et al., OnSocMax, §V-A): a cluster of
+K nodes x T one-hour slots with Gaussian capacities, Poisson job arrivals, exponential service
+times and Gaussian workloads and capabilities, uniform utility coefficients and cluster weights.
+Every parameter is a field of :class:`~schedgym.envs.deadline_welfare.types.DeadlineWelfareParams`.
+The trace-driven scenario ``alibaba-gpu-2023`` is built in :mod:`.trace`.
+
+Scenarios (``gym.make("schedgym/DeadlineWelfare-v0", scenario=NAME)``): ``paper-default``,
+``paper-poisson``, ``congested`` (here) and ``alibaba-gpu-2023`` (:mod:`.trace`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from schedgym.core import rng as rngs
+from schedgym.core.arrays import f32
+from schedgym.core.scenarios import ScenarioRegistry
+from schedgym.envs.deadline_welfare.types import (
+    DeadlineWelfareInstance,
+    DeadlineWelfareParams,
+    Jobs,
+)
+
+#: Every generator parameter with its default (the paper's §V-A setting).
+DEFAULTS: dict[str, Any] = DeadlineWelfareParams().as_dict()
+
+SCENARIOS = ScenarioRegistry("DeadlineWelfare-v0", DEFAULTS)
+SCENARIOS.register(
+    "paper-default", {}, "OnSocMax §V default: 10 instances x 24 one-hour slots, C ~ N(20, 2), "
+    "20 jobs from Poisson(2.03)/slot, D ~ Exp(4 slots), rho ~ N(18, 3), xbar ~ N(7, 1), "
+    "a ~ U[1, 3], beta ~ U[0.1, 0.5]; pass utility='linear'|'log'|'sqrt'",
+)
+SCENARIOS.register(
+    "paper-poisson", {"n_jobs": None},
+    "Default setting keeping every Poisson arrival over the 24 slots (~49 jobs)",
+)
+SCENARIOS.register(
+    "congested", {"capacity_mean": 5.0, "capacity_sd": 0.5, "workload_mean": 36.0},
+    "A congested cell of the Fig. 6 sweep: C ~ N(5, 0.5), rho ~ N(36, 3)",
+)
+
+
+def validate_params(p: dict[str, Any]) -> dict[str, Any]:
+    """Check every generator parameter (through :class:`DeadlineWelfareParams`); returns a
+    normalised copy as a dict."""
+    return DeadlineWelfareParams(**p).as_dict()
+
+
+#: Floor of every Gaussian draw (a non-positive workload, capability or capacity is meaningless).
+GAUSS_FLOOR = 0.1
+
+
+#: Gaussian draws are also capped at mean + GAUSS_SPAN sd (probability ~6e-16 of mattering), so
+#: every observation box is bounded.
+GAUSS_SPAN = 8.0
+
+
+def _gauss_hi(mean: float, sd: float) -> float:
+    return max(GAUSS_FLOOR, mean + GAUSS_SPAN * sd)
+
+
+def _gauss(gen: np.random.Generator, mean: float, sd: float, size: Any) -> np.ndarray:
+    return np.clip(gen.normal(mean, sd, size), GAUSS_FLOOR, _gauss_hi(mean, sd))
+
+
+def job_limits(p: dict[str, Any]) -> tuple[float, float, float, float]:
+    """Largest (workload, capability, coef, weight) the generator can draw with params ``p``."""
+    return (_gauss_hi(p["workload_mean"], p["workload_sd"]),
+            _gauss_hi(p["capability_mean"], p["capability_sd"]),
+            float(p["coef_range"][1]), float(p["weight_range"][1]))
+
+
+def prior_bounds(p: dict[str, Any], capacity: np.ndarray) -> tuple[float, float]:
+    """``(ι, v)`` from the generator's supports (``bound_mode="prior"``): a and β over their
+    ranges, x̄ up to its cap mean + 8 sd, C over the instance's actual capacities. Always valid
+    bounds of the marginal social welfare (paper Theorem 2) for the generated jobs."""
+    a_lo, a_hi = p["coef_range"]
+    b_lo, b_hi = p["weight_range"]
+    x_hi = _gauss_hi(p["capability_mean"], p["capability_sd"])
+    c_lo, c_hi = float(np.min(capacity)), float(np.max(capacity))
+    fam = p["utility"]
+    if fam == "linear":
+        lo_m, hi_m = a_lo, a_hi
+    elif fam == "log":
+        lo_m, hi_m = a_lo / (1.0 + x_hi), a_hi
+    else:
+        lo_m, hi_m = a_lo / (2.0 * math.sqrt(x_hi)), a_hi / (2.0 * math.sqrt(p["sqrt_v_floor"]))
+    return lo_m + b_lo / c_hi, hi_m + b_hi / c_lo
+
+
+def generate(params: dict[str, Any], instance_seed: int) -> DeadlineWelfareInstance:
+    """The static cluster of the paper's §V-A: per-instance capacity ``C_k ~ max(0.1, N(mean,
+    sd))``, constant over slots, from the named stream ``capacity`` of ``instance_seed``."""
+    p = validate_params(params)
+    R, T = p["n_instances"], p["horizon"]
+    c_node = f32(_gauss(rngs.stream(instance_seed, "capacity"), p["capacity_mean"],
+                        p["capacity_sd"], R))
+    capacity = np.repeat(c_node[:, None], T, axis=1)
+    return DeadlineWelfareInstance(
+        capacity=capacity, utility=p["utility"], sqrt_v_floor=p["sqrt_v_floor"],
+        bound_mode=p["bound_mode"],
+        prior_bounds=prior_bounds(p, capacity) if p["bound_mode"] == "prior" else None,
+        job_limits=job_limits(p),
+    )
+
+
+def poisson_arrivals(gen: np.random.Generator, rate: float, horizon: int,
+                     n_jobs: int | None) -> np.ndarray:
+    """Arrival slots (non-decreasing): per-slot Poisson(``rate``) counts in slot order, truncated
+    at ``n_jobs`` jobs; arrivals after the last slot are put in slot ``T - 1`` (so the episode
+    always has ``n_jobs`` jobs). With ``n_jobs=None`` every arrival of the ``T`` slots is kept
+    (possibly none)."""
+    if n_jobs is None:
+        counts = gen.poisson(rate, horizon)
+        return np.repeat(np.arange(horizon), counts)
+    counts = gen.poisson(rate, max(horizon - 1, 0))
+    slots = np.repeat(np.arange(horizon - 1), counts)[:n_jobs]
+    return np.concatenate([slots, np.full(n_jobs - slots.size, horizon - 1)]).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class PaperJobSampler:
+    """The job stream of the paper's §V-A, drawn from independent named streams of the episode
+    seed (``arrivals``, ``durations``, ``workloads``, ``capability``, ``coef``, ``weights``,
+    ``locality``), so a sweep over one parameter keeps every other draw fixed. Values are rounded
+    to float32 precision, so float32 observations show them exactly. Picklable."""
+
+    params: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", validate_params(self.params))
+
+    def __call__(self, episode_seed: int) -> Jobs:
+        """One episode's jobs from ``episode_seed``."""
+        p = self.params
+        R, T = p["n_instances"], p["horizon"]
+        st = rngs.streams(episode_seed, "arrivals", "durations", "workloads", "capability",
+                          "coef", "weights", "locality")
+        s = poisson_arrivals(st["arrivals"], p["arrival_rate"], T, p["n_jobs"])
+        N = s.size
+        D = st["durations"].exponential(p["duration_mean"], N)
+        e = np.minimum(T - 1, s + np.floor(D).astype(np.int64))
+        rho = f32(_gauss(st["workloads"], p["workload_mean"], p["workload_sd"], N))
+        xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
+        if p["coef_scope"] == "job":
+            coef = f32(st["coef"].uniform(*p["coef_range"], N))
+        else:
+            coef = f32(st["coef"].uniform(*p["coef_range"], (N, R, T)))
+        weight = f32(st["weights"].uniform(*p["weight_range"], (N, R, T)))
+        allowed = np.ones((N, R), dtype=bool)
+        m = p["locality_size"]
+        if m is not None and m < R:
+            allowed[:] = False
+            for n in range(N):
+                allowed[n, st["locality"].choice(R, size=m, replace=False)] = True
+        return Jobs(arrival=s, deadline=e, workload=rho, allowed=allowed, capability=xbar,
+                    coef=coef, weight=weight, n_slots_hint=T)
+
+
+def job_sampler(params: dict[str, Any]) -> PaperJobSampler:
+    """The paper's job sampler for ``params`` (kept for callers of the old closure API)."""
+    return PaperJobSampler(params)

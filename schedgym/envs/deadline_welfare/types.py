@@ -1,0 +1,333 @@
+"""Types of DeadlineWelfare-v0 (OnSocMax problem): the frozen cluster instance, one episode's jobs
+and the typed, validated generator parameters.
+
+Vocabulary (paper symbol in brackets, Zhao et al., "OnSocMax", §III): computing instances ``r``
+[nodes k, K], time slots ``t`` [T], resource units ``(r, t)`` of the spatio-temporal mesh
+[ℛ = 𝒦 × 𝒯], jobs ``n`` [𝒩]. There are no resource types: every unit has one scalar capacity of
+processable workload (paper §III-A, constraint (6)).
+
+Units: workload, capability and capacity are in abstract workload units (the paper says MB);
+slots are 0-based indices (τ = 1 h in the paper); utility coefficients and weights are unitless.
+
+- :class:`DeadlineWelfareInstance` - the static cluster (capacities, utility family, how the
+  bounds ι, v are obtained). Drawn once from ``instance_seed``; it fixes every space's shape.
+- :class:`Jobs` - one episode's job stream (arrival slots, deadlines, workloads, locality,
+  per-unit capabilities, utility coefficients, cluster weights). Drawn at ``reset(seed=s)`` from
+  named streams of ``s`` (common random numbers), or fixed in ``instance.jobs`` for replay.
+- :class:`DeadlineWelfareParams` - every knob of the synthetic generator, validated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+
+from schedgym.core.arrays import readonly
+from schedgym.core.validation import (
+    check_array,
+    check_choice,
+    check_float,
+    check_int,
+    check_range,
+)
+
+#: Job-utility families (paper §III-B). The paper's "poly" is ``a sqrt(x)`` (here: ``sqrt``).
+FAMILIES: tuple[str, ...] = ("linear", "log", "sqrt")
+FAMILY_CODES: dict[str, int] = {name: i for i, name in enumerate(FAMILIES)}
+BOUND_MODES: tuple[str, ...] = ("oracle", "prior")
+COEF_SCOPES: tuple[str, ...] = ("unit", "job")
+
+
+def check_family(utility: Any) -> str:
+    """Return ``utility`` if it is a known family name, else raise a clear ``ValueError``."""
+    if utility not in FAMILIES:
+        raise ValueError(
+            f"utility={utility!r} is invalid: must be one of " + ", ".join(map(repr, FAMILIES))
+            + " (the paper's 'poly' family a*sqrt(x) is called 'sqrt' here)"
+        )
+    return str(utility)
+
+
+def _per_unit(name: str, value: Any, shape: tuple[int, int, int], low: float,
+              strict: bool) -> np.ndarray:
+    """``value`` of shape ``(N,)``, ``(N, R)`` or ``(N, R, T)`` broadcast to ``(N, R, T)``; every
+    entry ``> low`` (``strict``) or ``>= low``."""
+    N, R, T = shape
+    a = check_array(name, value)
+    a = a.reshape(a.shape + (1,) * (3 - a.ndim)) if 1 <= a.ndim <= 3 else a
+    if a.ndim != 3 or a.shape[0] != N or a.shape[1] not in (1, R) or a.shape[2] not in (1, T):
+        raise ValueError(f"{name} has shape {np.shape(value)}: must have shape ({N},), "
+                         f"({N}, {R}) or ({N}, {R}, {T})")
+    a = np.broadcast_to(a, (N, R, T))
+    if a.size and (np.min(a) < low or (strict and np.min(a) <= low)):
+        raise ValueError(f"{name} has minimum {np.min(a)!r}: every entry must be "
+                         f"{'>' if strict else '>='} {low}")
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Jobs:
+    """One episode's jobs, in arrival order (read-only numpy arrays; ``N`` jobs, ``R`` instances,
+    ``T`` slots).
+
+    Attributes:
+        arrival: int ``(N,)``, arrival slot ``s_n`` (non-decreasing); a_n = s_n τ.
+        deadline: int ``(N,)``, last usable slot ``e_n >= s_n`` (= floor(d_n/τ) clipped to T-1).
+        workload: float ``(N,)``, ``ρ_n > 0``: most workload the job may receive in total.
+        allowed: bool ``(N, R)``, service locality 𝒦_n (instances the job may use).
+        capability: float ``(N, R, T)``, ``x̄_nr > 0``: most workload unit ``r`` can process
+            for job n (job-specific per-unit capability, constraint (7)).
+        coef: float ``(N, R, T)``, utility coefficient ``a_nr > 0`` of ``f_nr``.
+        weight: float ``(N, R, T)``, cluster-utility weight ``β_nr >= 0``.
+
+    ``capability``, ``coef`` and ``weight`` may be given with shape ``(N,)``, ``(N, R)`` or
+    ``(N, R, T)``; they are broadcast to ``(N, R, T)``. Values outside the job's units are
+    ignored. ``n_slots_hint`` gives ``T`` when no per-unit array is 3-D (default: the last
+    deadline + 1).
+    """
+
+    arrival: np.ndarray
+    deadline: np.ndarray
+    workload: np.ndarray
+    allowed: np.ndarray
+    capability: np.ndarray
+    coef: np.ndarray
+    weight: np.ndarray
+    n_slots_hint: int | None = None
+
+    def __post_init__(self) -> None:
+        arr = check_array("arrival", self.arrival, shape=(None,), dtype=np.int64, low=0)
+        N = arr.shape[0]
+        dl = check_array("deadline", self.deadline, shape=(N,), dtype=np.int64, low=0)
+        if N and np.any(dl < arr):
+            raise ValueError("deadline has an entry before its job's arrival: every job needs "
+                             "deadline >= arrival (the window always holds the arrival slot)")
+        if N and np.any(np.diff(arr) < 0):
+            raise ValueError("arrival must be non-decreasing: jobs are given in arrival order")
+        rho = check_array("workload", self.workload, shape=(N,))
+        if N and np.min(rho) <= 0:
+            raise ValueError(f"workload has minimum {np.min(rho)!r}: every job's workload must "
+                             "be > 0")
+        allowed = np.asarray(self.allowed, dtype=bool)
+        if allowed.ndim != 2 or allowed.shape[0] != N:
+            raise ValueError(f"allowed has shape {allowed.shape}: must have shape ({N}, R)")
+        R = allowed.shape[1]
+        if R < 1:
+            raise ValueError("allowed has no instance column: needs at least 1 instance")
+        shapes = [np.shape(x) for x in (self.capability, self.coef, self.weight)]
+        T = self.n_slots_hint or next((s[2] for s in shapes if len(s) == 3),
+                                      int(dl.max()) + 1 if N else 1)
+        T = check_int("n_slots_hint", T, min_value=1)
+        cap = _per_unit("capability", self.capability, (N, R, T), 0.0, True)
+        coef = _per_unit("coef", self.coef, (N, R, T), 0.0, True)
+        weight = _per_unit("weight", self.weight, (N, R, T), 0.0, False)
+        if N and dl.max() >= T:
+            raise ValueError(f"deadline has maximum {int(dl.max())}: must be < the {T} slots")
+        for name, value in (("arrival", arr), ("deadline", dl), ("workload", rho),
+                            ("allowed", allowed), ("capability", cap), ("coef", coef),
+                            ("weight", weight)):
+            object.__setattr__(self, name, readonly(value))
+        object.__setattr__(self, "n_slots_hint", T)
+
+    @property
+    def n_jobs(self) -> int:
+        """``N``."""
+        return int(self.arrival.shape[0])
+
+    @property
+    def n_slots(self) -> int:
+        """Number of slots ``T`` of the per-unit arrays."""
+        return int(self.capability.shape[2])
+
+    @cached_property
+    def mask(self) -> np.ndarray:
+        """bool ``(N, R, T)``: indicator of ℛ_n = {(r, t): r in 𝒦_n, s_n <= t <= e_n} (Eq. 1)."""
+        t = np.arange(self.n_slots)
+        window = (t[None, :] >= self.arrival[:, None]) & (t[None, :] <= self.deadline[:, None])
+        return readonly(self.allowed[:, :, None] & window[:, None, :])
+
+
+class JobSampler(Protocol):
+    """Draws one episode's :class:`Jobs` from an integer episode seed (picklable classes, so an
+    env can be pickled and sent to a worker process)."""
+
+    def __call__(self, episode_seed: int) -> Jobs: ...
+
+
+@dataclass(frozen=True, eq=False)
+class FixedJobs:
+    """The job sampler of an instance with fixed ``jobs``: every episode replays them."""
+
+    jobs: Jobs
+
+    def __call__(self, episode_seed: int) -> Jobs:
+        """The fixed jobs, whatever the seed."""
+        return self.jobs
+
+
+@dataclass(frozen=True, eq=False)
+class DeadlineWelfareInstance:
+    """The static cluster of DeadlineWelfare-v0 (read-only).
+
+    Attributes:
+        capacity: float ``(R, T)``, ``C_r > 0``: most workload unit ``(r, t)`` processes in total
+            across all jobs (constraint (6)); workload units.
+        utility: job-utility family of every job: ``linear`` (a x), ``log`` (a ln(1+x)) or
+            ``sqrt`` (a sqrt(x), the paper's "poly").
+        sqrt_v_floor: δ_v, where the sqrt family's marginal is evaluated for ``v`` (f'(0) = inf).
+        bound_mode: ``oracle`` (ι, v from the realised jobs of each episode, our default; the
+            paper treats them as known, Theorem 2) or ``prior`` (from the generator's supports,
+            ``prior_bounds``).
+        prior_bounds: ``(ι, v)`` used when ``bound_mode="prior"``.
+        jobs: a fixed :class:`Jobs` replayed by every episode, or ``None`` (drawn at reset).
+        job_limits: largest ``(workload, capability, coef, weight)`` any episode's jobs may have
+            (the observation boxes' upper ends); ``None``: from ``jobs`` if fixed, else the env
+            takes them from the generator parameters. Jobs beyond them raise at ``reset``.
+    """
+
+    capacity: np.ndarray
+    utility: str = "linear"
+    sqrt_v_floor: float = 0.1
+    bound_mode: str = "oracle"
+    prior_bounds: tuple[float, float] | None = None
+    jobs: Jobs | None = None
+    job_limits: tuple[float, float, float, float] | None = None
+
+    def __post_init__(self) -> None:
+        cap = check_array("capacity", self.capacity, shape=(None, None))
+        if cap.shape[0] < 1 or cap.shape[1] < 1:
+            raise ValueError(f"capacity has shape {cap.shape}: needs at least 1 instance and "
+                             "1 slot")
+        if np.min(cap) <= 0:
+            raise ValueError(f"capacity has minimum {np.min(cap)!r}: every unit's capacity must "
+                             "be > 0")
+        check_family(self.utility)
+        check_float("sqrt_v_floor", self.sqrt_v_floor, low=0.0, low_open=True)
+        check_choice("bound_mode", self.bound_mode, BOUND_MODES)
+        if self.bound_mode == "prior":
+            if self.prior_bounds is None:
+                raise ValueError("prior_bounds is None: bound_mode='prior' needs (iota, v)")
+            lo, hi = check_range("prior_bounds", self.prior_bounds, low=0.0)
+            if lo <= 0:
+                raise ValueError(f"prior_bounds={self.prior_bounds!r} is invalid: iota must be "
+                                 "> 0")
+            object.__setattr__(self, "prior_bounds", (lo, hi))
+        if self.jobs is not None:
+            if not isinstance(self.jobs, Jobs):
+                raise ValueError(f"jobs is invalid: must be a Jobs or None, got "
+                                 f"{type(self.jobs).__name__}")
+            if self.jobs.allowed.shape[1] != cap.shape[0] or self.jobs.n_slots != cap.shape[1]:
+                raise ValueError(
+                    f"jobs has {self.jobs.allowed.shape[1]} instances x {self.jobs.n_slots} "
+                    f"slots: must match capacity's {cap.shape[0]} x {cap.shape[1]}")
+        if self.job_limits is None and self.jobs is not None:
+            object.__setattr__(self, "job_limits", observed_limits(self.jobs))
+        if self.job_limits is not None:
+            lim = check_array("job_limits", self.job_limits, shape=(4,), low=0.0)
+            object.__setattr__(self, "job_limits", tuple(float(v) for v in lim))
+        object.__setattr__(self, "capacity", readonly(cap))
+
+    @property
+    def n_instances(self) -> int:
+        """``R`` (the paper's K nodes)."""
+        return int(self.capacity.shape[0])
+
+    @property
+    def horizon(self) -> int:
+        """``T``, the number of slots."""
+        return int(self.capacity.shape[1])
+
+    @property
+    def n_units(self) -> int:
+        """``R * T``, units of the mesh; flat index ``r * T + t``."""
+        return int(self.capacity.size)
+
+    @property
+    def family_code(self) -> int:
+        """Integer code of ``utility`` (index in :data:`FAMILIES`)."""
+        return FAMILY_CODES[self.utility]
+
+
+def observed_limits(jobs: Jobs) -> tuple[float, float, float, float]:
+    """``(workload, capability, coef, weight)`` maxima of ``jobs`` over their units (0 if none)."""
+    m = jobs.mask
+
+    def mx(a: np.ndarray) -> float:
+        return float(a.max()) if a.size else 0.0
+
+    return (mx(jobs.workload), mx(jobs.capability[m]), mx(jobs.coef[m]), mx(jobs.weight[m]))
+
+
+@dataclass(frozen=True)
+class DeadlineWelfareParams:
+    """Every knob of the synthetic generator (paper §V-A defaults), validated at construction.
+
+    Sizes: ``n_instances`` (K nodes), ``horizon`` (T one-hour slots), ``n_jobs`` (N; ``None``
+    keeps every Poisson arrival over the horizon). Arrivals: ``arrival_rate`` (Poisson mean
+    arrivals per slot), ``duration_mean`` (mean of the exponential max service time D_n, slots).
+    Gaussian draws ``N(mean, sd)`` floored at 0.1 and capped at mean + 8 sd: ``workload_*``
+    (ρ_n), ``capability_*`` (x̄_nr, constant over slots), ``capacity_*`` (C_k, constant over
+    slots). Uniform draws: ``coef_range`` (a, per unit or per job by ``coef_scope``),
+    ``weight_range`` (β per unit). ``utility`` (linear, log, sqrt), ``locality_size`` (``None``:
+    every instance; m: m instances drawn per job), ``sqrt_v_floor`` (δ_v), ``bound_mode``
+    (oracle, prior). Errors name the parameter, the value and what is allowed.
+    """
+
+    n_instances: int = 10
+    horizon: int = 24
+    n_jobs: int | None = 20
+    arrival_rate: float = 2.03
+    duration_mean: float = 4.0
+    workload_mean: float = 18.0
+    workload_sd: float = 3.0
+    capability_mean: float = 7.0
+    capability_sd: float = 1.0
+    capacity_mean: float = 20.0
+    capacity_sd: float = 2.0
+    coef_range: tuple[float, float] = (1.0, 3.0)
+    coef_scope: str = "unit"
+    weight_range: tuple[float, float] = (0.1, 0.5)
+    utility: str = "linear"
+    locality_size: int | None = None
+    sqrt_v_floor: float = 0.1
+    bound_mode: str = "oracle"
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        put("n_instances", check_int("n_instances", self.n_instances, min_value=1))
+        put("horizon", check_int("horizon", self.horizon, min_value=1))
+        if self.n_jobs is not None:
+            put("n_jobs", check_int("n_jobs", self.n_jobs, min_value=1))
+        for name in ("arrival_rate", "duration_mean"):
+            put(name, check_float(name, getattr(self, name), low=0.0, low_open=True))
+        for name in ("workload", "capability", "capacity"):
+            put(f"{name}_mean", check_float(f"{name}_mean", getattr(self, f"{name}_mean"),
+                                            low=0.0, low_open=True))
+            put(f"{name}_sd", check_float(f"{name}_sd", getattr(self, f"{name}_sd"), low=0.0))
+        coef = check_range("coef_range", self.coef_range, low=0.0)
+        if coef[0] <= 0:
+            raise ValueError(f"coef_range={self.coef_range!r} is invalid: must have lo > 0")
+        put("coef_range", coef)
+        put("coef_scope", check_choice("coef_scope", self.coef_scope, COEF_SCOPES))
+        put("weight_range", check_range("weight_range", self.weight_range, low=0.0))
+        put("utility", check_family(self.utility))
+        if self.locality_size is not None:
+            put("locality_size", check_int("locality_size", self.locality_size, min_value=1,
+                                           max_value=self.n_instances))
+        put("sqrt_v_floor", check_float("sqrt_v_floor", self.sqrt_v_floor, low=0.0,
+                                        low_open=True))
+        put("bound_mode", check_choice("bound_mode", self.bound_mode, BOUND_MODES))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The parameter names, in declaration order."""
+        return tuple(f.name for f in fields(cls))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The parameters as a plain dict (what ``gym.make`` overrides look like)."""
+        return asdict(self)
