@@ -1,4 +1,4 @@
-"""Euclidean projection onto capped simplices, batched.
+"""Euclidean projection onto capped simplices, batched, compiled with numba.
 
 OgaSched's feasible set is a product over (instance, resource) pairs of
 
@@ -8,14 +8,19 @@ OgaSched's feasible set is a product over (instance, resource) pairs of
 (spec §3.4.2). The solution is ``v(theta) = clip(z - theta, 0, a)`` with ``theta >= 0`` the smallest
 value with ``g(theta) = sum_i clip(z_i - theta, 0, a_i) <= c``. ``g`` is continuous, piecewise
 linear and non-increasing with breakpoints ``{z_i - a_i} U {z_i}``; we find the two consecutive
-breakpoints whose ``g`` values straddle ``c`` and solve the linear equation between them. Small
-groups (``n <= SMALL_GROUP``) evaluate ``g`` at every breakpoint (``O(n^2)``, no sort); larger
-ones sort the slope events and integrate (``O(n log n)``). No Python loop over groups.
+breakpoints whose ``g`` values straddle ``c`` and solve the linear equation between them. A point
+that exceeds its capacity only slightly (the common case after float32 action rounding) is solved
+on g's first linear piece in closed form; small groups (``n <= SMALL_GROUP``) evaluate ``g`` at
+every breakpoint (``O(n^2)``, no sort); larger ones sort the slope events and integrate
+(``O(n log n)``). One compiled kernel per group (:func:`project_group`) serves every caller: the
+batched wrappers here, the env step and OgaSched's update (:mod:`schedgym.envs.gain_overhead
+.dynamics`).
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
 the inner loop). It is **not** the Euclidean projection in general (it ignores the sign of the
-multiplier and checks only the largest entry against its cap), and is kept as an ablation.
+multiplier and checks only the largest entry against its cap), and is kept as an ablation (plain
+Python: it is not a hot path).
 
 Padding convention: groups of different sizes are padded to a common ``n`` with ``a = 0`` (and any
 finite ``z``); padded entries always come out as 0.
@@ -23,101 +28,143 @@ finite ``z``); padded entries always come out as 0.
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 
 #: Groups of at most this many entries use the sort-free O(n^2) path (faster for small n).
 SMALL_GROUP = 16
+#: Relative safety margin of the final rescaling that removes the solve's rounding excess.
+_SHRINK = 1.0 - 4e-16
 
 
-def _theta_small(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray) -> np.ndarray:
-    """theta for groups with ``g(0) > c``: evaluate g at every breakpoint (no sort).
-
-    Inputs in the (entries, groups) layout ``(n, G)``, C-contiguous. g is non-increasing, so the
-    largest breakpoint ``lo`` with ``g > c`` and the smallest ``hi`` with ``g <= c`` are
-    consecutive, g is linear between them, ``g(lo)`` is the smallest value above c and ``g(hi)``
-    the largest value at most c.
-    """
-    bp = np.maximum(np.concatenate([zt - at, zt], axis=0), 0.0)  # (2n, G)
-    g = np.zeros_like(bp)
-    for i in range(zt.shape[0]):  # n <= SMALL_GROUP: a short loop over long vectors
-        g += np.minimum(np.maximum(zt[i] - bp, 0.0), at[i])
-    above = g > cc
-    lo = np.where(above, bp, 0.0).max(axis=0)  # 0 when no breakpoint is above (g(0) = g0 > c)
-    glo = np.minimum(np.where(above, g, np.inf).min(axis=0), g0)
-    hi = np.where(above, np.inf, bp).min(axis=0)
-    ghi = np.where(above, -np.inf, g).max(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        theta = lo + (glo - cc) * (hi - lo) / (glo - ghi)
-    return np.where(glo > ghi, theta, hi)
+@numba.njit(cache=True)
+def _g(z: np.ndarray, a: np.ndarray, n: int, theta: float) -> float:
+    """``g(theta) = sum_i clip(z_i - theta, 0, a_i)`` over the first ``n`` entries."""
+    s = 0.0
+    for i in range(n):
+        s += min(max(z[i] - theta, 0.0), a[i])
+    return s
 
 
-def _theta_sorted(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray) -> np.ndarray:
-    """theta for groups with ``g(0) > c`` by sorting the slope events (O(n log n)); (n, G)."""
-    # Slope events: -1 at max(z - a, 0) (entry leaves its cap), +1 at max(z, 0) (hits zero).
-    act = (at > 0).astype(np.float64)
-    pos = np.maximum(np.concatenate([zt - at, zt], axis=0), 0.0)  # (2n, G)
-    w = np.concatenate([-act, act], axis=0)
-    order = np.argsort(pos, axis=0, kind="stable")
-    pos = np.take_along_axis(pos, order, axis=0)
-    w = np.take_along_axis(w, order, axis=0)
-    slope = np.cumsum(w, axis=0)  # slope of g just after each event
-    # g at each event position; g is constant (= g0) on [0, pos[0]].
-    seg = slope[:-1] * np.diff(pos, axis=0)
-    g = np.concatenate([g0[None], g0[None] + np.cumsum(seg, axis=0)], axis=0)
-    # first event j with g_j <= c; j >= 1 because g_0 = g0 > c.
-    below = g <= cc + 1e-12 * np.maximum(1.0, cc)
-    below[-1] = True  # g(max z) = 0 <= c; guards against rounding
-    j = np.maximum(np.argmax(below, axis=0), 1)
-    cols = np.arange(len(j))
-    lo, glo = pos[j - 1, cols], g[j - 1, cols]
-    sl = slope[j - 1, cols]  # slope on [pos[j-1], pos[j]] (< 0 there)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sl < 0, lo + (glo - cc) / -sl, pos[j, cols])
-
-
-def _theta_first_segment(zt: np.ndarray, at: np.ndarray, cc: np.ndarray, g0: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """theta where it lies on g's first linear piece ``[0, first positive breakpoint]``.
+@numba.njit(cache=True)
+def _theta_first_segment(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
+    """theta where it lies on g's first linear piece ``[0, first positive breakpoint]``, else -1.
 
     There ``g(theta) = g0 - m theta`` with ``m`` the number of entries strictly between 0 and
-    their cap at ``theta = 0+``, so ``theta = (g0 - c) / m`` exactly. This is the common case of a
-    point that exceeds the capacity by little (e.g. a feasible allocation after float32 rounding).
-    Returns ``(theta, ok)``; ``ok`` is False where theta lies further right.
+    their cap at ``theta = 0+``, so ``theta = (g0 - c) / m`` exactly.
     """
-    d = zt - at
-    above_cap = d > 0
-    positive = zt > 0
-    m = (positive & ~above_cap & (at > 0)).sum(axis=0)
-    first = np.minimum(np.where(above_cap, d, np.inf), np.where(positive, zt, np.inf)).min(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        theta = (g0 - cc) / m
-    return theta, (m > 0) & (theta <= first)
+    m = 0
+    first = math.inf
+    for i in range(n):
+        d = z[i] - a[i]
+        if d > 0.0:
+            first = min(first, d)
+        if z[i] > 0.0:
+            first = min(first, z[i])
+            if d <= 0.0 and a[i] > 0.0:
+                m += 1
+    if m == 0:
+        return -1.0
+    theta = (g0 - c) / m
+    return theta if theta <= first else -1.0
+
+
+@numba.njit(cache=True)
+def _theta_small(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
+    """theta for a group with ``g(0) > c`` by evaluating g at every breakpoint (no sort).
+
+    g is non-increasing, so the largest breakpoint ``lo`` with ``g > c`` and the smallest ``hi``
+    with ``g <= c`` are consecutive and g is linear between them.
+    """
+    lo, glo = 0.0, g0  # g(0) = g0 > c
+    hi, ghi = math.inf, -math.inf
+    for j in range(2 * n):
+        bp = max(z[j] - a[j] if j < n else z[j - n], 0.0)
+        g = _g(z, a, n, bp)
+        if g > c:
+            lo = max(lo, bp)
+            glo = min(glo, g)
+        else:
+            hi = min(hi, bp)
+            ghi = max(ghi, g)
+    if glo > ghi:
+        return lo + (glo - c) * (hi - lo) / (glo - ghi)
+    return hi
+
+
+@numba.njit(cache=True)
+def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
+    """theta for a group with ``g(0) > c`` by sorting the slope events (O(n log n)).
+
+    Slope events: -1 at ``max(z - a, 0)`` (entry leaves its cap), +1 at ``max(z, 0)`` (hits 0).
+    """
+    pos = np.empty(2 * n)
+    w = np.empty(2 * n)
+    for i in range(n):
+        act = 1.0 if a[i] > 0.0 else 0.0
+        pos[i], w[i] = max(z[i] - a[i], 0.0), -act
+        pos[n + i], w[n + i] = max(z[i], 0.0), act
+    order = np.argsort(pos, kind="mergesort")
+    g, slope, prev = g0, 0.0, pos[order[0]]
+    tol = c + 1e-12 * max(1.0, c)
+    for j in range(2 * n):
+        p = pos[order[j]]
+        g_here = g + slope * (p - prev)
+        if j > 0 and (g_here <= tol or j == 2 * n - 1):  # g crosses c on [prev, p]
+            return prev + (g - c) / -slope if slope < 0.0 else p
+        g, prev = g_here, p
+        slope += w[order[j]]
+    return prev  # not reached: the last event always stops the walk (g(max z) = 0 <= c)
+
+
+@numba.njit(cache=True)
+def project_group(z: np.ndarray, a: np.ndarray, n: int, c: float, v: np.ndarray) -> None:
+    """Exact projection of ``z[:n]`` onto ``{0 <= v <= a[:n], sum v <= c}``, written to ``v[:n]``.
+
+    The one implementation of the exact projection; every wrapper calls it per group. Units are
+    the caller's (resource units in GainOverhead). ``v`` may alias neither ``z`` nor ``a``.
+    """
+    s0 = 0.0
+    for i in range(n):
+        v[i] = min(max(z[i], 0.0), a[i])
+        s0 += v[i]
+    if s0 <= c:
+        return
+    theta = _theta_first_segment(z, a, n, c, s0)
+    if theta < 0.0:
+        theta = (_theta_small(z, a, n, c, s0) if n <= SMALL_GROUP
+                 else _theta_sorted(z, a, n, c, s0))
+    tot = 0.0
+    for i in range(n):
+        v[i] = min(max(z[i] - theta, 0.0), a[i])
+        tot += v[i]
+    if tot > c:  # remove rounding excess so that sum <= c holds exactly
+        f = c / tot * _SHRINK if tot > 0.0 else 1.0
+        for i in range(n):
+            v[i] *= f
+
+
+@numba.njit(cache=True)
+def _project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
+    n, n_groups = zt.shape
+    out = np.empty((n, n_groups))
+    z, a, v = np.empty(n), np.empty(n), np.empty(n)
+    for g in range(n_groups):
+        for i in range(n):
+            z[i], a[i] = zt[i, g], at[i, g]
+        project_group(z, a, n, c[g], v)
+        for i in range(n):
+            out[i, g] = v[i]
+    return out
 
 
 def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Exact projection in the (entries, groups) layout: column ``g`` of ``zt`` ``(n, G)`` onto
-    ``{0 <= v <= at[:, g], sum v <= c[g]}``. The fast path for callers that keep this layout."""
-    v = np.minimum(np.maximum(zt, 0.0), at)
-    s0 = v.sum(axis=0)
-    need = np.flatnonzero(s0 > c)
-    if need.size:
-        zz = np.take(zt, need, axis=1)  # C-contiguous, unlike zt[:, need]
-        aa = np.take(at, need, axis=1)
-        cc = c[need]
-        g0 = s0[need]
-        theta, ok = _theta_first_segment(zz, aa, cc, g0)
-        hard = np.flatnonzero(~ok)
-        if hard.size:
-            solver = _theta_small if zt.shape[0] <= SMALL_GROUP else _theta_sorted
-            theta[hard] = solver(np.take(zz, hard, axis=1), np.take(aa, hard, axis=1), cc[hard],
-                                 g0[hard])
-        vv = np.minimum(np.maximum(zz - theta, 0.0), aa)
-        tot = vv.sum(axis=0)
-        over = tot > cc
-        if over.any():  # remove rounding excess so that sum <= c holds exactly
-            vv *= np.where(over, cc / np.where(tot > 0, tot, 1.0) * (1.0 - 4e-16), 1.0)
-        v[:, need] = vv
-    return v
+    ``{0 <= v <= at[:, g], sum v <= c[g]}``; returns ``v`` ``(n, G)`` float64."""
+    return _project_columns(np.asarray(zt, dtype=np.float64), np.asarray(at, dtype=np.float64),
+                            np.asarray(c, dtype=np.float64).reshape(-1))
 
 
 def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:

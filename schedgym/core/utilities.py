@@ -12,11 +12,15 @@ poly        alpha * sqrt(y + 1) - alpha      alpha / (2 sqrt(y + 1))      alpha 
 =========== ================================ ============================ =================
 
 ``s`` is the reciprocal scale (paper: 1; the authors' code: 3). Families are stored as small
-integer codes (:data:`FAMILY_CODES`) so that mixed assignments evaluate without Python loops.
+integer codes (:data:`FAMILY_CODES`); :func:`value_one` and :func:`derivative_one` are the compiled
+scalar kernels that the env's, the agents' and the solvers' compiled loops call.
 """
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 
 FAMILIES: tuple[str, ...] = ("linear", "log", "reciprocal", "poly")
@@ -38,48 +42,67 @@ def family_codes(names: np.ndarray) -> np.ndarray:
     return out
 
 
-def _apply(codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray, fns) -> np.ndarray:
-    if np.ndim(codes) == 0:  # one family everywhere (the common case): no masking
-        return fns[int(codes)](*np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), y))
-    codes, alpha, y = np.broadcast_arrays(codes, alpha, y)
-    first = codes.flat[0] if codes.size else LINEAR
-    if codes.size and np.all(codes == first):  # fast path: one family everywhere
-        return fns[first](alpha, y)
-    out = np.zeros(y.shape, dtype=np.float64)
-    for code, fn in enumerate(fns):
-        m = codes == code
-        if m.any():
-            out[m] = fn(alpha[m], y[m])
+@numba.njit(cache=True)
+def value_one(code: int, alpha: float, y: float, s: float) -> float:
+    """``f(y)`` of family ``code`` with parameter ``alpha`` and reciprocal scale ``s`` (table
+    above); 0 for an unknown code. The one implementation of the four utilities."""
+    if code == LINEAR:
+        return alpha * y
+    if code == LOG:
+        return alpha * math.log1p(y)
+    if code == RECIPROCAL:
+        return 1.0 / (s * alpha) - 1.0 / (y + s * alpha)
+    if code == POLY:
+        return alpha * (math.sqrt(y + 1.0) - 1.0)
+    return 0.0
+
+
+@numba.njit(cache=True)
+def derivative_one(code: int, alpha: float, y: float, s: float) -> float:
+    """``f'(y)`` of family ``code`` (table above); 0 for an unknown code."""
+    if code == LINEAR:
+        return alpha
+    if code == LOG:
+        return alpha / (1.0 + y)
+    if code == RECIPROCAL:
+        return 1.0 / (y + s * alpha) ** 2
+    if code == POLY:
+        return alpha / (2.0 * math.sqrt(y + 1.0))
+    return 0.0
+
+
+@numba.njit(cache=True)
+def _map_flat(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, s: float
+              ) -> np.ndarray:
+    out = np.empty(y.size)
+    for i in range(y.size):
+        if derivative:
+            out[i] = derivative_one(codes[i], alpha[i], y[i], s)
+        else:
+            out[i] = value_one(codes[i], alpha[i], y[i], s)
     return out
 
 
-def value(
-    codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, reciprocal_scale: float = 1.0
-) -> np.ndarray:
+def _apply(derivative: bool, codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray,
+           s: float) -> np.ndarray:
+    c, a, v = np.broadcast_arrays(np.asarray(codes, dtype=np.int8),
+                                  np.asarray(alpha, dtype=np.float64),
+                                  np.asarray(y, dtype=np.float64))
+    out = _map_flat(derivative, c.ravel(), a.ravel(), v.ravel(), float(s))
+    return out.reshape(v.shape)
+
+
+def value(codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray,
+          reciprocal_scale: float = 1.0) -> np.ndarray:
     """Utility ``f(y)`` elementwise (broadcasting ``codes``, ``alpha`` and ``y``; ``codes`` may be
-    a single int for one family everywhere)."""
-    s = reciprocal_scale
-    fns = (
-        lambda a, v: a * v,
-        lambda a, v: a * np.log1p(v),
-        lambda a, v: 1.0 / (s * a) - 1.0 / (v + s * a),
-        lambda a, v: a * (np.sqrt(v + 1.0) - 1.0),
-    )
-    return _apply(codes, alpha, np.asarray(y, dtype=np.float64), fns)
+    a single int for one family everywhere); float64 of the broadcast shape."""
+    return _apply(False, codes, alpha, y, reciprocal_scale)
 
 
-def derivative(
-    codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, reciprocal_scale: float = 1.0
-) -> np.ndarray:
-    """Derivative ``f'(y)`` elementwise."""
-    s = reciprocal_scale
-    fns = (
-        lambda a, v: a + 0.0 * v,
-        lambda a, v: a / (1.0 + v),
-        lambda a, v: 1.0 / (v + s * a) ** 2,
-        lambda a, v: a / (2.0 * np.sqrt(v + 1.0)),
-    )
-    return _apply(codes, alpha, np.asarray(y, dtype=np.float64), fns)
+def derivative(codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray,
+               reciprocal_scale: float = 1.0) -> np.ndarray:
+    """Derivative ``f'(y)`` elementwise (same broadcasting as :func:`value`)."""
+    return _apply(True, codes, alpha, y, reciprocal_scale)
 
 
 def slope_at_zero(
