@@ -14,7 +14,7 @@ import numpy as np
 
 from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
-from schedgym.envs.gain_overhead.instance import GainOverheadInstance
+from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 
 def _type_edges(inst: GainOverheadInstance) -> list[np.ndarray]:

@@ -10,9 +10,9 @@ import pytest
 
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym.data import load_sample
+from schedgym.envs.gain_overhead import ENV_ID as ID
 from schedgym.envs.gain_overhead.trace import trace_problem
 
-ID = "schedgym/GainOverhead-v0"
 SC = "alibaba-gpu-2023"
 
 
@@ -26,7 +26,7 @@ def test_instance_valid_and_locality_respected():
     assert (inst.n_types, inst.n_instances, inst.n_resources) == (10, 64, 6)
     assert inst.mask.any(axis=1).all()  # every type reachable
     assert (inst.capacities[:, :2] > 0).all() and (inst.capacities >= 0).all()
-    tp = trace_problem({**env.params, "slot_seconds": 1800.0, "constraints": True,
+    tp = trace_problem({**env.params.as_dict(), "slot_seconds": 1800.0, "constraints": True,
                         "degree_cap": None, "time_window": None}, 2)
     np.testing.assert_array_equal(inst.mask, tp.mask)
     np.testing.assert_allclose(inst.capacities[:, :3], tp.capacities)
@@ -52,7 +52,7 @@ def test_same_seed_same_instance_other_seed_other_nodes():
 
 def test_arrivals_are_a_window_of_the_trace():
     env = _make(instance_seed=0, horizon=300, slot_seconds=3600.0)
-    tp = trace_problem({**env.params, "slot_seconds": 3600.0, "constraints": True,
+    tp = trace_problem({**env.params.as_dict(), "slot_seconds": 3600.0, "constraints": True,
                         "degree_cap": None, "time_window": None}, 0)
     ind = tp.arrival_indicators
     env.reset(seed=3)

@@ -18,7 +18,7 @@ import numpy as np
 
 from schedgym.core import utilities
 from schedgym.core.projection import project_columns, project_paper
-from schedgym.envs.gain_overhead.instance import GainOverheadInstance
+from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6

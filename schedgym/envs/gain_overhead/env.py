@@ -2,39 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, cast
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
 from schedgym.core.arrays import readonly_view
+from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import (
-    check_render_mode,
+    SchedEnv,
+    Viewer,
     clip_unit,
     decode_unit,
     encode_unit,
     frac_box,
     resolve_episode_seed,
-    resolve_instance,
     unit_box,
     validate_action,
 )
-from schedgym.core.validation import check_seed
-from schedgym.envs.gain_overhead import dynamics
-from schedgym.envs.gain_overhead.instance import (
-    SCENARIOS,
-    ArrivalSampler,
-    GainOverheadInstance,
-    bernoulli_arrivals,
-    generate,
-    validate_params,
-)
-from schedgym.envs.gain_overhead.render import render_ansi, render_rgb
+from schedgym.envs.gain_overhead import dynamics, viewer
+from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
+from schedgym.envs.gain_overhead.types import GainOverheadInstance, GainOverheadParams
+from schedgym.envs.gain_overhead.viewer import RenderState
+
+#: The type Gymnasium's Env declares for observation spaces.
+ObsSpace = spaces.Space[dict[str, np.ndarray]]
 
 
-class GainOverheadEnv(gym.Env):
+class GainOverheadEnv(SchedEnv[np.ndarray]):
     """Online allocation of multi-type resources to multi-server jobs (OgaSched, Zhao et al.).
 
     ## Description
@@ -91,6 +87,7 @@ class GainOverheadEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
     episode_metrics = {"reward": "sum", "gain": "sum", "penalty": "sum",
@@ -104,23 +101,20 @@ class GainOverheadEnv(gym.Env):
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        self.instance_seed = check_seed("instance_seed", instance_seed) or 0
-        self.scenario = scenario
-        instance, params, sampler, source = resolve_instance(
-            SCENARIOS, scenario, overrides, self.instance_seed, instance, GainOverheadInstance,
-            generate)
+        instance, raw, sampler, source = self._setup(
+            render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
+            GainOverheadInstance, generate)
         # The utility assignment lives in the instance; the sizes come from it.
-        params = validate_params({**params, "n_types": instance.n_types,
+        params = validate_params({**raw, "n_types": instance.n_types,
                                   "n_instances": instance.n_instances,
                                   "n_resources": instance.n_resources,
-                                  "utility": params["utility"] if source == "generator"
+                                  "utility": raw["utility"] if source == "generator"
                                   else "linear"})
-        self.params = params
+        self.params: GainOverheadParams = params
         self.instance: GainOverheadInstance = instance
-        self.horizon: int = params["horizon"]
+        self.horizon: int = params.horizon
         self._sample_arrivals: ArrivalSampler = sampler or bernoulli_arrivals(
-            instance.n_types, params["arrival_prob"]
+            instance.n_types, params.arrival_prob
         )
 
         L, R, K, E = (instance.n_types, instance.n_instances, instance.n_resources,
@@ -129,9 +123,9 @@ class GainOverheadEnv(gym.Env):
         self._half_upper = 0.5 * self._upper
         self._n_positive_caps = max(int((instance.capacities > 0).sum()), 1)
         self.action_space = unit_box(E * K)
-        self.observation_space = spaces.Dict(
+        self.observation_space = cast(ObsSpace, spaces.Dict(
             {"arrivals": frac_box(L), "utilization": frac_box(R * K), "progress": frac_box(1)}
-        )
+        ))
         self._t = 0
         self._arrivals = np.zeros((self.horizon, L))
         self._util = np.zeros(R * K)
@@ -142,7 +136,7 @@ class GainOverheadEnv(gym.Env):
     def decode_action(self, action: np.ndarray) -> np.ndarray:
         """Action in [-1, 1] ``(|E| K,)`` -> allocation ``(|E|, K)`` in resource units (before
         projection; entries outside [-1, 1] are clipped)."""
-        a = validate_action(action, self.action_space.shape[0])
+        a = validate_action(action, self._upper.size)
         a, _ = clip_unit(a)
         return decode_unit(a, self._upper).reshape(self.instance.n_edges, -1)
 
@@ -182,15 +176,17 @@ class GainOverheadEnv(gym.Env):
             rngs.stream(self.episode_seed, "arrivals"), self.horizon
         )
         self._t = 0
+        self._needs_reset = False
         self._util = np.zeros(self.instance.n_instances * self.instance.n_resources)
         self._last_alloc = np.zeros((self.instance.n_edges, self.instance.n_resources))
         return self._obs(), {"arrivals": self._arrivals[0].copy(), "slot": 0}
 
     def step(self, action: np.ndarray):
+        self._check_reset()
         if self._t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
         inst = self.instance
-        a = validate_action(action, self.action_space.shape[0])
+        a = validate_action(action, self._upper.size)
         a, clip = clip_unit(a)
         z = ((a + 1.0) * self._half_upper).reshape(inst.n_edges, inst.n_resources)
         y, load = dynamics.project_grouped(inst, z)
@@ -214,9 +210,12 @@ class GainOverheadEnv(gym.Env):
         truncated = self._t >= self.horizon
         return self._obs(), float(parts.reward), False, truncated, info
 
-    def render(self):
-        if self.render_mode == "ansi":
-            return render_ansi(self)
-        if self.render_mode == "rgb_array":
-            return render_rgb(self)
-        return None
+    def render_state(self) -> RenderState:
+        """Snapshot of the last scheduled slot for :mod:`.viewer`."""
+        inst = self.instance
+        x = self._arrivals[self._t - 1] if self._t > 0 else np.zeros(inst.n_types)
+        return RenderState(
+            slot=self._t, horizon=self.horizon, n_arrived=int(x.sum()), n_types=inst.n_types,
+            utilization=self._util.reshape(inst.n_instances, inst.n_resources).copy(),
+            has_capacity=inst.capacities > 0, resource_names=inst.resource_names,
+        )

@@ -46,7 +46,7 @@ import numpy as np
 from schedgym.core import utilities
 from schedgym.core.validation import check_array
 from schedgym.envs.gain_overhead import dynamics
-from schedgym.envs.gain_overhead.instance import GainOverheadInstance
+from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 
 def _scipy():

@@ -14,7 +14,7 @@ arrivals ``x_l(t)``      real: ``1{a type-l task was created in slot t}`` over `
                          consecutive slots of ``slot_seconds`` from a random start (wrapping),
                          thinned by Bernoulli(``arrival_prob``) (default 1: no thinning)
 NPU, TPU, FPGA           synthetic: the paper generator's capacities and ``contention x U[lo, hi]``
-                         requests (spec ogasched §6.2 item 4), ``K = n_resources`` (default 6)
+                         requests (OgaSched §6.1), ``K = n_resources`` (default 6)
 ``alpha``, ``beta``,     synthetic: the paper generator (``alpha_range``, ``beta_range``,
 utilities                ``utility``), the same named streams as ``paper-default``
 =======================  =====================================================================
@@ -28,20 +28,15 @@ allowed nodes), ``time_window`` (``(t0, t1)`` seconds of the trace, ``None``: al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from schedgym.core.validation import check_bool, check_float, check_int
 from schedgym.data.trace_mapping import TraceProblem, build_trace_problem
-from schedgym.envs.gain_overhead.instance import (
-    DEFAULTS,
-    SCENARIOS,
-    ArrivalSampler,
-    GainOverheadInstance,
-    generate,
-    validate_params,
-)
+from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
+from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 NAME = "alibaba-gpu-2023"
 #: Scenario parameters: 10 types on 64 sampled nodes; one episode = 30 days at 30-minute slots.
@@ -64,31 +59,38 @@ def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
     )
 
 
+@dataclass(frozen=True, eq=False)
+class TraceArrivals:
+    """Picklable arrival sampler of the scenario: a random window of the trace's arrival
+    indicators, thinned by Bernoulli(``prob``) (see :meth:`TraceProblem.sample_arrivals`)."""
+
+    problem: TraceProblem
+    prob: float
+
+    def __call__(self, rng: np.random.Generator, horizon: int) -> np.ndarray:
+        return self.problem.sample_arrivals(rng, horizon, self.prob)
+
+
 def build(params: dict[str, Any], instance_seed: int) -> tuple[GainOverheadInstance,
-                                                                 ArrivalSampler]:
+                                                                 TraceArrivals]:
     """Scenario builder: ``(instance, arrival sampler)`` from the shipped trace sample."""
-    p = validate_params({k: v for k, v in params.items() if k in DEFAULTS})
-    tp = trace_problem({**params, **p}, instance_seed)
-    L, R, K = tp.n_types, tp.n_instances, p["n_resources"]
+    p = validate_params(params)
+    tp = trace_problem({**params, **p.as_dict()}, instance_seed)
+    L, R, K = tp.n_types, tp.n_instances, p.n_resources
     # The paper's generator for everything the trace lacks (same named streams as paper-default);
-    # degree_choices=(L,) only makes its (discarded) graph draw trivially succeed.
-    synth = generate({**p, "n_types": L, "n_instances": R, "degree_choices": (L,)},
-                     instance_seed)
+    # degree_choices=(L,) only makes its (discarded) graph draw trivially succeed. The utility is
+    # drawn on the trace's sizes, so an explicit (R, K) array must already have the trace's R.
+    synth = generate(p.replace(n_types=L, n_instances=R, degree_choices=(L,)), instance_seed)
     k_real = min(K, 3)
-    requests = np.concatenate([p["contention"] * tp.requests[:, :k_real],
+    requests = np.concatenate([p.contention * tp.requests[:, :k_real],
                                synth.requests[:, k_real:]], axis=1)
     capacities = np.concatenate([tp.capacities[:, :k_real], synth.capacities[:, k_real:]], axis=1)
     instance = GainOverheadInstance(
         edges=tp.edges, requests=requests, capacities=capacities, alpha=synth.alpha,
-        beta=synth.beta, utility=synth.utility, reciprocal_scale=p["reciprocal_scale"],
+        beta=synth.beta, utility=synth.utility, reciprocal_scale=p.reciprocal_scale,
         resource_names=synth.resource_names,
     )
-    prob = p["arrival_prob"]
-
-    def sample(rng: np.random.Generator, horizon: int) -> np.ndarray:
-        return tp.sample_arrivals(rng, horizon, prob)
-
-    return instance, sample
+    return instance, TraceArrivals(tp, p.arrival_prob)
 
 
 SCENARIOS.register(

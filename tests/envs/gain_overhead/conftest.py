@@ -6,8 +6,9 @@ import gymnasium as gym
 import pytest
 
 import schedgym  # noqa: F401
+from schedgym.envs.gain_overhead import ENV_ID
 
-ENV_ID = "schedgym/GainOverhead-v0"
+__all__ = ["ENV_ID", "SMALL"]
 #: A small but non-trivial configuration: fast enough for every-step checks.
 SMALL = {"n_types": 4, "n_instances": 6, "n_resources": 3, "horizon": 40}
 

@@ -10,7 +10,7 @@ import pytest
 
 from schedgym.core.utilities import FAMILIES
 from schedgym.envs.gain_overhead import dynamics
-from schedgym.envs.gain_overhead.instance import DEFAULTS, generate
+from schedgym.envs.gain_overhead.generator import DEFAULTS, generate
 
 SMALL = {"n_types": 5, "n_instances": 7, "n_resources": 4}
 
@@ -105,7 +105,7 @@ def test_G_bounds_supergradient_norms(family):
 def test_default_resource_names_follow_K():
     """An instance built by hand with K != 6 gets the first K default names (it used to raise
     'resource_names has 6 names: must have K' unless the names were passed)."""
-    from schedgym.envs.gain_overhead.instance import GainOverheadInstance
+    from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
     kw = dict(edges=np.array([[0, 0]]), requests=np.ones((1, 3)), capacities=np.ones((1, 3)),
               alpha=np.ones((1, 3)), beta=np.zeros(3), utility=np.full((1, 3), "linear"))

@@ -14,8 +14,8 @@ import scipy.sparse as sp
 import schedgym  # noqa: F401
 from schedgym import offline as offline_registry
 from schedgym.core.utilities import FAMILIES
-from schedgym.envs.gain_overhead import dynamics
-from schedgym.envs.gain_overhead.instance import DEFAULTS, GainOverheadInstance, generate
+from schedgym.envs.gain_overhead import ENV_ID, GainOverheadInstance, dynamics
+from schedgym.envs.gain_overhead.generator import DEFAULTS, generate
 from schedgym.envs.gain_overhead.offline import (
     episode_benchmarks,
     hindsight_optimum,
@@ -23,7 +23,6 @@ from schedgym.envs.gain_overhead.offline import (
     solve_hindsight,
 )
 
-ENV_ID = "schedgym/GainOverhead-v0"
 SMALL = {"n_types": 4, "n_instances": 6, "n_resources": 3}
 
 

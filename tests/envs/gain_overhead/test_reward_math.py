@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedgym.core.utilities import FAMILIES
-from schedgym.envs.gain_overhead import dynamics
-from schedgym.envs.gain_overhead.instance import DEFAULTS, GainOverheadInstance, generate
+from schedgym.envs.gain_overhead import GainOverheadInstance, dynamics
+from schedgym.envs.gain_overhead.generator import DEFAULTS, generate
 
 EDGES = [(0, 0), (0, 1), (1, 1)]  # type 0 on instances 0 and 1; type 1 on instance 1
 ALPHA = [[1.2, 1.1], [1.4, 1.3]]  # (R, K)

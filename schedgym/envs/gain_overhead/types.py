@@ -1,25 +1,26 @@
-"""Problem instance of GainOverhead-v0 (OgaSched) and its generators.
+"""Types of GainOverhead-v0 (OgaSched problem): the frozen instance and the typed parameters.
 
 Vocabulary (paper symbol in brackets): job types ``l`` [ports, L], computing instances ``r``
 [nodes, R], resource types ``k`` [K], time slots ``t`` [T], channels = edges ``(l, r)`` of the
 service-locality bipartite graph [E].
 
-Units: capacities and requests are raw resource units (CPU cores, memory GB, device counts) as in
-spec ogasched §9 item 13; requests already include the contention multiplier.
+Units: capacities and requests are raw resource units (CPU cores, memory GB, device counts), as
+in the OgaSched paper's experiments (Zhao et al., §6.1); requests already include the contention
+multiplier. See ``docs/gain-overhead.md`` for the model and the parameter table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from schedgym.core import rng as rngs
 from schedgym.core.arrays import readonly as _readonly
-from schedgym.core.scenarios import ScenarioRegistry
+from schedgym.core.graph import check_edges, edge_mask
+from schedgym.core.resources import RESOURCE_NAMES, resource_names
 from schedgym.core.utilities import FAMILIES, family_codes, slope_at_zero
 from schedgym.core.validation import (
     check_array,
@@ -29,11 +30,8 @@ from schedgym.core.validation import (
     check_range,
 )
 
-RESOURCE_NAMES: tuple[str, ...] = ("cpu", "mem", "gpu", "npu", "tpu", "fpga")
-#: Synthetic capacity ranges per resource type, numpy ``integers(lo, hi)`` (hi exclusive), from the
-#: authors' code fallback (spec ogasched §6.2 item 4). Requests are contention x U[lo, hi].
-CAPACITY_RANGES: tuple[tuple[int, int], ...] = ((1, 128), (2, 512), (0, 64), (0, 8), (0, 8), (0, 4))
-#: Per-instance degree |L_r| choices for the paper's three graph densities (spec ogasched §6.3).
+#: Per-instance degree |L_r| choices for the paper's three graph densities (OgaSched §6.1,
+#: "graph density" of Fig. 3).
 DENSITY_DEGREES: dict[float, tuple[int, ...]] = {2.0: (1, 2, 3), 2.5: (1, 2, 3, 4), 3.0: (2, 3, 4)}
 
 
@@ -84,26 +82,10 @@ class GainOverheadInstance:
         if util.shape != (R, K):
             raise ValueError(f"utility has shape {util.shape}: must have shape ({R}, {K})")
         family_codes(util)  # raises on unknown names
-        edges = check_array("edges", self.edges, shape=(None, 2), dtype=np.int64)
-        if edges.shape[0] == 0:
-            raise ValueError("edges is empty: the graph needs at least one (type, instance) edge")
-        if edges[:, 0].min() < 0 or edges[:, 0].max() >= L:
-            raise ValueError(f"edges has a job type outside [0, {L - 1}]")
-        if edges[:, 1].min() < 0 or edges[:, 1].max() >= R:
-            raise ValueError(f"edges has an instance outside [0, {R - 1}]")
-        keys = edges[:, 0] * R + edges[:, 1]
-        if np.any(np.diff(keys) <= 0):
-            raise ValueError("edges must be unique and sorted lexicographically by (l, r)")
-        missing = np.setdiff1d(np.arange(L), edges[:, 0])
-        if missing.size:
-            raise ValueError(
-                f"edges leaves job type(s) {missing.tolist()} with no instance: every type "
-                "needs at least one edge"
-            )
+        edges = check_edges(self.edges, L, R)
         check_float("reciprocal_scale", self.reciprocal_scale, low=0.0, low_open=True)
         if self.resource_names is RESOURCE_NAMES and K != len(RESOURCE_NAMES):  # the default
-            object.__setattr__(self, "resource_names", RESOURCE_NAMES[:K] if K <= 6 else
-                               tuple(f"resource{k}" for k in range(K)))
+            object.__setattr__(self, "resource_names", resource_names(K))
         if len(self.resource_names) != K:
             raise ValueError(f"resource_names has {len(self.resource_names)} names: must have {K}")
         for name, arr in (("edges", edges), ("requests", req), ("capacities", cap),
@@ -115,30 +97,28 @@ class GainOverheadInstance:
     @property
     def n_types(self) -> int:
         """``L``, the number of job types."""
-        return self.requests.shape[0]
+        return int(self.requests.shape[0])
 
     @property
     def n_instances(self) -> int:
         """``R``, the number of computing instances."""
-        return self.capacities.shape[0]
+        return int(self.capacities.shape[0])
 
     @property
     def n_resources(self) -> int:
         """``K``, the number of resource types."""
-        return self.capacities.shape[1]
+        return int(self.capacities.shape[1])
 
     @property
     def n_edges(self) -> int:
         """``|E|``, the number of channels."""
-        return self.edges.shape[0]
+        return int(self.edges.shape[0])
 
     # --------------------------------------------------------------- derived
     @cached_property
     def mask(self) -> np.ndarray:
         """bool ``(L, R)``: ``mask[l, r]`` iff ``(l, r)`` is an edge."""
-        m = np.zeros((self.n_types, self.n_instances), dtype=bool)
-        m[self.edges[:, 0], self.edges[:, 1]] = True
-        return _readonly(m)
+        return edge_mask(self.edges, self.n_types, self.n_instances)
 
     @cached_property
     def edge_type(self) -> np.ndarray:
@@ -245,12 +225,12 @@ class GainOverheadInstance:
 
     # ----------------------------------------------------------- theory bounds
     def diameter_bound(self) -> float:
-        """``D = sqrt(2 sum_k max_l a_l^k sum_r c_r^k)``, spec ogasched (48): ``diam(Y) <= D``."""
+        """``D = sqrt(2 sum_k max_l a_l^k sum_r c_r^k)``, OgaSched Lemma 2: ``diam(Y) <= D``."""
         abar = self.requests.max(axis=0)
         return float(np.sqrt(2.0 * np.sum(abar * self.capacities.sum(axis=0))))
 
     def gradient_bound(self) -> float:
-        """``G = sqrt(sum_l sum_{r in R_l} (beta*^2 + K varpi_r*^2))``, spec (45)."""
+        """``G = sqrt(sum_l sum_{r in R_l} (beta*^2 + K varpi_r*^2))``, OgaSched Lemma 3."""
         bstar = float(self.beta.max())
         wstar = self.varpi.max(axis=1)[self.edge_instance]
         return float(np.sqrt(np.sum(bstar**2 + self.n_resources * wstar**2)))
@@ -260,148 +240,109 @@ class GainOverheadInstance:
         return self.diameter_bound() * self.gradient_bound() * float(np.sqrt(horizon))
 
 
-#: An arrival sampler draws the episode's arrival matrix ``(T, L)`` in {0, 1} from a generator.
-ArrivalSampler = Callable[[np.random.Generator, int], np.ndarray]
-
-
-def bernoulli_arrivals(n_types: int, prob: float) -> ArrivalSampler:
-    """i.i.d. Bernoulli(``prob``) arrivals per (slot, type), as in the paper's experiments."""
-
-    def sample(rng: np.random.Generator, horizon: int) -> np.ndarray:
-        return (rng.random((horizon, n_types)) < prob).astype(np.float64)
-
-    return sample
-
-
-# ---------------------------------------------------------------- generator
-DEFAULTS: dict[str, Any] = {
-    "n_types": 10,  # L
-    "n_instances": 128,  # R
-    "n_resources": 6,  # K
-    "horizon": 2000,  # T
-    "arrival_prob": 0.7,  # rho
-    "contention": 10.0,
-    "alpha_range": (1.0, 1.5),
-    "beta_range": (0.3, 0.5),
-    "utility": "linear",
-    "density": 2.5,
-    "degree_choices": None,
-    "reciprocal_scale": 1.0,
-}
-
-SCENARIOS = ScenarioRegistry("GainOverhead-v0", DEFAULTS)
-SCENARIOS.register(
-    "paper-default", {}, "OgaSched Table 2: L=10, R=128, K=6, T=2000, rho=0.7, contention 10, "
-    "beta in [0.3, 0.5], all-linear utilities, density ~2.5, synthetic capacities",
-)
-SCENARIOS.register(
-    "paper-headline",
-    {"horizon": 8000, "beta_range": (0.4, 0.6), "contention": 11.0},
-    "OgaSched Fig. 2 (headline numbers): T=8000, beta in [0.4, 0.6], contention 11",
-)
-SCENARIOS.register(
-    "large-scale",
-    {"n_types": 100, "n_instances": 1024, "horizon": 10000, "beta_range": (0.01, 0.015),
-     "contention": 5.0},
-    "OgaSched Fig. 5: L=100, R=1024, T=10000, beta in [0.01, 0.015], contention 5",
-)
-
-
-def validate_params(p: dict[str, Any]) -> dict[str, Any]:
-    """Check every generator parameter; returns a normalised copy."""
-    q = dict(p)
-    q["n_types"] = check_int("n_types", p["n_types"], min_value=1)
-    q["n_instances"] = check_int("n_instances", p["n_instances"], min_value=1)
-    q["n_resources"] = check_int("n_resources", p["n_resources"], min_value=1,
-                                 max_value=len(RESOURCE_NAMES))
-    q["horizon"] = check_int("horizon", p["horizon"], min_value=1)
-    q["arrival_prob"] = check_float("arrival_prob", p["arrival_prob"], low=0.0, high=1.0)
-    q["contention"] = check_float("contention", p["contention"], low=0.0, low_open=True)
-    q["alpha_range"] = check_range("alpha_range", p["alpha_range"], low=0.0)
-    if q["alpha_range"][0] <= 0:
-        raise ValueError(f"alpha_range={p['alpha_range']!r} is invalid: must have lo > 0")
-    q["beta_range"] = check_range("beta_range", p["beta_range"], low=0.0)
-    q["reciprocal_scale"] = check_float("reciprocal_scale", p["reciprocal_scale"], low=0.0,
-                                        low_open=True)
-    util = p["utility"]
+def _check_utility(util: Any, n_instances: int, n_resources: int) -> Any:
+    """A family name, ``"mixed"``, or an ``(R, K)`` array of family names."""
     if isinstance(util, str):
-        check_choice("utility", util, (*FAMILIES, "mixed"))
-    else:
-        arr = np.asarray(util)
-        if arr.shape != (q["n_instances"], q["n_resources"]):
-            raise ValueError(
-                f"utility has shape {arr.shape}: must be a family name, 'mixed', or an array of "
-                f"names with shape ({q['n_instances']}, {q['n_resources']})"
-            )
-        family_codes(arr)
-    if p["degree_choices"] is None:
-        dens = check_float("density", p["density"])
+        return check_choice("utility", util, (*FAMILIES, "mixed"))
+    arr = np.asarray(util)
+    if arr.shape != (n_instances, n_resources):
+        raise ValueError(
+            f"utility has shape {arr.shape}: must be a family name, 'mixed', or an array of "
+            f"names with shape ({n_instances}, {n_resources})"
+        )
+    family_codes(arr)
+    return _readonly(arr.astype(str))
+
+
+def _check_degrees(density: Any, degree_choices: Any) -> tuple[float, tuple[int, ...] | None]:
+    """``(density, degree_choices)`` normalised; ``density`` is checked only when no explicit
+    ``degree_choices`` are given."""
+    if degree_choices is None:
+        dens = check_float("density", density)
         if dens not in DENSITY_DEGREES:
             raise ValueError(
-                f"density={p['density']!r} is invalid: must be one of "
+                f"density={density!r} is invalid: must be one of "
                 f"{sorted(DENSITY_DEGREES)} (or give degree_choices explicitly)"
             )
-        q["density"] = dens
-    else:
-        dc = p["degree_choices"]
-        if isinstance(dc, (str, bytes)) or not hasattr(dc, "__iter__") or len(dc) == 0:
-            raise ValueError(f"degree_choices={dc!r} is invalid: must be a non-empty list of "
-                             "integers >= 1")
-        q["degree_choices"] = tuple(check_int("degree_choices", d, min_value=1) for d in dc)
-    return q
+        return dens, None
+    dc = degree_choices
+    if isinstance(dc, (str, bytes)) or not hasattr(dc, "__iter__") or len(dc) == 0:
+        raise ValueError(f"degree_choices={dc!r} is invalid: must be a non-empty list of "
+                         "integers >= 1")
+    return density, tuple(check_int("degree_choices", d, min_value=1) for d in dc)
 
 
-def _random_graph(rng: np.random.Generator, L: int, R: int, choices: tuple[int, ...]) -> np.ndarray:
-    """Each instance draws ``|L_r|`` from ``choices`` and that many distinct types; re-draw until
-    every type has an instance (spec ogasched §6.3)."""
-    if max(min(d, L) for d in choices) * R < L:
-        raise ValueError(
-            f"n_types={L} cannot be covered by n_instances={R} with degrees {choices}: "
-            "raise n_instances or the degrees"
-        )
-    for _ in range(1000):
-        deg = np.minimum(rng.choice(np.asarray(choices), size=R), L)
-        mask = np.zeros((L, R), dtype=bool)
-        for r in range(R):
-            mask[rng.choice(L, size=deg[r], replace=False), r] = True
-        if mask.any(axis=1).all():
-            return np.argwhere(mask)  # row-major => lexicographic (l, r)
-    raise ValueError(
-        f"could not draw a graph covering all n_types={L} with n_instances={R} and degrees "
-        f"{choices} in 1000 tries: raise n_instances or the degrees"
-    )
+@dataclass(frozen=True, eq=False)
+class GainOverheadParams:
+    """Every knob of the GainOverhead-v0 synthetic generator and episode, validated on creation.
 
+    ``gym.make("schedgym/GainOverhead-v0", **overrides)`` layers the overrides on the scenario's
+    values and builds one of these; a bad value raises ``ValueError`` naming the parameter, the
+    value and what is allowed. Paper-default values (OgaSched Table 2) are the defaults.
 
-def generate(params: dict[str, Any], instance_seed: int) -> GainOverheadInstance:
-    """The synthetic generator of spec ogasched §6.2 item 4 with the graph of §6.3.
-
-    Independent named streams (``graph``, ``capacities``, ``requests``, ``alpha``, ``beta``,
-    ``utility``) so that changing one parameter keeps every other draw of the instance fixed.
+    Attributes:
+        n_types: ``L >= 1``, job types (ports).
+        n_instances: ``R >= 1``, computing instances.
+        n_resources: ``K`` in ``[1, 6]``, resource types (cpu, mem, gpu, npu, tpu, fpga).
+        horizon: ``T >= 1``, slots per episode.
+        arrival_prob: ``rho`` in [0, 1], Bernoulli arrival probability per (slot, type).
+        contention: ``> 0``, multiplier of the synthetic requests ``a_l^k``.
+        alpha_range: ``(lo, hi)`` with ``0 < lo <= hi``: ``alpha_r^k ~ U[lo, hi]``.
+        beta_range: ``(lo, hi)`` with ``0 <= lo <= hi``: ``beta_k ~ U[lo, hi]``.
+        utility: ``linear``, ``log``, ``reciprocal``, ``poly``, ``mixed`` (a family drawn per
+            (instance, resource)) or an ``(R, K)`` array of family names.
+        density: average degree of the locality graph, one of 2, 2.5, 3 (ignored when
+            ``degree_choices`` is given).
+        degree_choices: explicit choices of ``|L_r|`` (each instance draws one), or ``None``.
+        reciprocal_scale: ``s > 0`` of the reciprocal family.
     """
-    p = validate_params(params)
-    L, R, K = p["n_types"], p["n_instances"], p["n_resources"]
-    st = rngs.streams(instance_seed, "graph", "capacities", "requests", "alpha", "beta", "utility")
-    choices = p["degree_choices"] or DENSITY_DEGREES[p["density"]]
-    edges = _random_graph(st["graph"], L, R, choices)
-    ranges = CAPACITY_RANGES[:K]
-    caps = np.stack([st["capacities"].integers(lo, hi, size=R) for lo, hi in ranges], axis=1)
-    base = np.stack([st["requests"].uniform(lo, hi, size=L) for lo, hi in ranges], axis=1)
-    alpha = st["alpha"].uniform(*p["alpha_range"], size=(R, K))
-    beta = st["beta"].uniform(*p["beta_range"], size=K)
-    util = p["utility"]
-    if isinstance(util, str) and util == "mixed":
-        utility = np.asarray(FAMILIES)[st["utility"].integers(0, len(FAMILIES), size=(R, K))]
-    elif isinstance(util, str):
-        utility = np.full((R, K), util)
-    else:
-        utility = np.asarray(util)
-    return GainOverheadInstance(
-        edges=edges,
-        requests=p["contention"] * base,
-        capacities=caps.astype(np.float64),
-        alpha=alpha,
-        beta=beta,
-        utility=utility,
-        reciprocal_scale=p["reciprocal_scale"],
-        resource_names=RESOURCE_NAMES[:K],
-    )
+
+    n_types: int = 10
+    n_instances: int = 128
+    n_resources: int = 6
+    horizon: int = 2000
+    arrival_prob: float = 0.7
+    contention: float = 10.0
+    alpha_range: tuple[float, float] = (1.0, 1.5)
+    beta_range: tuple[float, float] = (0.3, 0.5)
+    utility: Any = "linear"
+    density: float = 2.5
+    degree_choices: tuple[int, ...] | None = None
+    reciprocal_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        s = self._set
+        s("n_types", check_int("n_types", self.n_types, min_value=1))
+        s("n_instances", check_int("n_instances", self.n_instances, min_value=1))
+        s("n_resources", check_int("n_resources", self.n_resources, min_value=1,
+                                   max_value=len(RESOURCE_NAMES)))
+        s("horizon", check_int("horizon", self.horizon, min_value=1))
+        s("arrival_prob", check_float("arrival_prob", self.arrival_prob, low=0.0, high=1.0))
+        s("contention", check_float("contention", self.contention, low=0.0, low_open=True))
+        alpha = check_range("alpha_range", self.alpha_range, low=0.0)
+        if alpha[0] <= 0:
+            raise ValueError(f"alpha_range={self.alpha_range!r} is invalid: must have lo > 0")
+        s("alpha_range", alpha)
+        s("beta_range", check_range("beta_range", self.beta_range, low=0.0))
+        s("reciprocal_scale", check_float("reciprocal_scale", self.reciprocal_scale, low=0.0,
+                                          low_open=True))
+        s("utility", _check_utility(self.utility, self.n_instances, self.n_resources))
+        density, choices = _check_degrees(self.density, self.degree_choices)
+        s("density", density)
+        s("degree_choices", choices)
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The parameter names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The parameters as a plain dict (e.g. to layer more overrides on)."""
+        return {name: getattr(self, name) for name in self.names()}
+
+    def replace(self, **changes: Any) -> GainOverheadParams:
+        """A validated copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
