@@ -29,10 +29,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
-from schedgym.core.knapsack import budgeted_knapsack, knapsack_01
+from schedgym.core.knapsack import (
+    budgeted_selection,
+    budgeted_tables,
+    knapsack_01,
+    reachable_levels,
+)
 from schedgym.core.validation import check_bool, check_choice, check_float
 
 #: delta(t) variants of the paper's Fig. 7 (``loglog`` = eq. (14) with t+1, the default).
@@ -73,6 +79,34 @@ def slot_of(obs: dict[str, np.ndarray], horizon: int) -> int:
     return int(round(float(np.asarray(obs["progress"]).reshape(-1)[0]) * horizon)) + 1
 
 
+@numba.njit(cache=True)
+def _p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.ndarray,
+                 c: np.ndarray, n_max: int, cap: int) -> tuple[np.ndarray, int, int]:
+    """Compiled P4 + rule (21): ``(x (E,) int8, s*, S)``.
+
+    ``S = min(eta m, sum of the n_max largest allowed theta_e)`` (levels above it are infeasible);
+    ``V*(s)`` for ``s = 0..S`` by :func:`~schedgym.core.knapsack.budgeted_tables` (edges that do
+    not fit alone are excluded); ``s* = argmax_s s + sqrt(V*(s))`` over the feasible levels, the
+    largest ``s`` on ties; ``x = x*(s*)``.
+    """
+    S = reachable_levels(theta, allowed, n_max, cap)[0]
+    ok = allowed.copy()
+    for e in range(ok.shape[0]):
+        for k in range(A.shape[0]):
+            if A[k, e] > c[k]:
+                ok[e] = False
+    reach = reachable_levels(theta, ok, n_max, S)
+    values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
+    s_star = 0
+    best = -np.inf
+    for s in range(S + 1):
+        if np.isfinite(values[s]):
+            score = s + np.sqrt(values[s])
+            if score >= best:
+                best, s_star = score, s
+    return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S
+
+
 class ESDP(Agent):
     """ESDP (spec esdp §3). Defaults are the paper's experimental settings.
 
@@ -110,8 +144,9 @@ class ESDP(Agent):
         self.horizon = int(self.env.horizon)
         self.n_edges = inst.n_edges
         self.m = max(1, math.ceil(self.alpha * inst.n_edges))
-        self.requests = np.asarray(inst.requests)
-        self.capacities = np.asarray(inst.capacities)
+        self.requests = np.ascontiguousarray(inst.requests, dtype=np.int64)
+        self.capacities = np.ascontiguousarray(inst.capacities, dtype=np.int64)
+        self.cap_states = int(np.prod(self.capacities + 1))
         self.port_of_edge = np.asarray(inst.port_of_edge)
         # most edges that fit together: bounds the reachable budget level
         self.n_max = int(knapsack_01(np.ones(inst.n_edges), self.requests,
@@ -140,18 +175,11 @@ class ESDP(Agent):
         """``x_P4(t)`` (before arrival masking): the DP of §3.5 and the selection rule (21)."""
         theta, s2, eta = self.scaled_index(stats, t)
         ok = np.ones(self.n_edges, dtype=bool) if allowed is None else np.asarray(allowed, bool)
-        top = np.sort(np.where(ok, theta, 0))[::-1][: self.n_max]
-        S = int(min(eta * self.m, int(top.sum())))
-        sol = budgeted_knapsack(s2, theta, self.requests, self.capacities, S, ok,
-                                max_items=self.n_max)
-        feas = np.isfinite(sol.values)
-        score = np.where(feas, np.arange(S + 1) + np.sqrt(np.where(feas, sol.values, 0.0)),
-                         -np.inf)
-        s_star = int(np.flatnonzero(score == score.max())[-1])
-        x = sol.selection(s_star)
+        x, s_star, S = _p4_decision(np.asarray(s2, dtype=np.float64), theta, ok, self.requests,
+                                    self.capacities, self.n_max, int(eta * self.m))
         self.last = {"t": t, "eta": eta, "budget_levels": S + 1,
-                     "dp_states": (S + 1) * int(np.prod(self.capacities + 1)),
-                     "s_star": s_star, "x_p4": x.copy()}
+                     "dp_states": (S + 1) * self.cap_states, "s_star": s_star,
+                     "x_p4": x.copy()}
         return x
 
     def _act(self, obs: dict[str, np.ndarray], state: dict[str, np.ndarray],

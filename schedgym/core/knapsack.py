@@ -3,24 +3,26 @@
 Problem shape shared by every user: items ``e = 0..E-1`` (e.g. channels), integer requests
 ``A`` of shape ``(K, E)`` (``A[k, e] >= 0`` units of resource type ``k``) and integer capacities
 ``c`` of shape ``(K,)``; a selection ``x in {0,1}^E`` is feasible iff ``A x <= c``. Both DPs run
-backwards over the items on a dense tensor of remaining capacities ``c' in [0, c]``
-(``prod_k (c_k + 1)`` states) and break exact ties towards *not* taking an item, then
-reconstruct the selection forwards from the full capacity.
+backwards over the items on a dense table of remaining capacities ``c' in [0, c]``
+(``prod_k (c_k + 1)`` states, flattened in C order: ``c'_K`` varies fastest) and break exact ties
+towards *not* taking an item, then reconstruct the selection forwards from the full capacity.
 
-- :func:`knapsack_01`: ``max v^T x`` s.t. ``A x <= c`` (the ESDP oracle, spec esdp §4.3).
+- :func:`knapsack_01`: ``max v^T x`` s.t. ``A x <= c`` (the ESDP oracle, ESDP paper §4.3).
 - :func:`budgeted_knapsack`: for every budget level ``s = 0..S``, ``V*(s) = max w^T x`` s.t.
-  ``A x <= c`` and ``b^T x >= s`` (ESDP's Algorithm 2, spec esdp §3.5), with
+  ``A x <= c`` and ``b^T x >= s`` (ESDP's Algorithm 2, paper §3.5), with
   :meth:`BudgetedSolution.selection` to reconstruct a maximiser for any ``s``.
 
 Complexity ``O(E * (S + 1) * prod_k (c_k + 1))`` time; the budgeted DP keeps one boolean
-back-pointer tensor per item. ``allowed`` (bool ``(E,)``) excludes items from the DP (they are
-never selected).
+back-pointer per (item, capacity state, budget level it touches). ``allowed`` (bool ``(E,)``)
+excludes items from the DP (they are never selected). The recursions are compiled with numba
+(``cache=True``); the Python functions validate the input and call them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 
@@ -36,8 +38,8 @@ def _check(
     if not (np.issubdtype(A.dtype, np.integer) and np.issubdtype(c.dtype, np.integer)):
         if not (np.all(A == np.round(A)) and np.all(c == np.round(c))):
             raise ValueError("weights and capacity must be integers (the DP is over unit counts)")
-    A = A.astype(np.int64)
-    c = c.astype(np.int64)
+    A = np.ascontiguousarray(A, dtype=np.int64)
+    c = np.ascontiguousarray(c, dtype=np.int64)
     if A.size and A.min() < 0:
         raise ValueError(f"weights has minimum {A.min()}: every entry must be >= 0")
     if c.size and c.min() < 0:
@@ -47,16 +49,182 @@ def _check(
         raise ValueError(f"allowed has shape {ok.shape}: must have shape ({n_items},)")
     # an item that can never fit is the same as a forbidden one
     ok = ok & np.all(A <= c[:, None], axis=0)
+    if A.shape[0] == 0:  # no resource type: one that nothing requests is the same problem
+        A, c = np.zeros((1, n_items), dtype=np.int64), np.zeros(1, dtype=np.int64)
     return A, c, ok
 
 
-def _slices(a: np.ndarray, c: np.ndarray) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
-    """Destination ``c' >= a`` and source ``c' - a`` slices of the capacity tensor."""
-    dst = tuple(slice(int(ak), None) for ak in a)
-    src = tuple(slice(0, int(ck) + 1 - int(ak)) for ak, ck in zip(a, c, strict=True))
-    return dst, src
+# ------------------------------------------------------------------ compiled kernels
+@numba.njit(cache=True)
+def _strides(c: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """C-order strides of the capacity table ``prod_k (c_k + 1)``, int64 ``(K,)``."""
+    K = c.shape[0]
+    st = np.ones(K, dtype=np.int64)
+    for k in range(K - 2, -1, -1):
+        st[k] = st[k + 1] * (c[k + 1] + 1)
+    return st
 
 
+@numba.njit(cache=True)
+def _digits(c: np.ndarray, st: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Capacity state of every flat index, int64 ``(prod_k (c_k + 1), K)``."""
+    n_c = st[0] * (c[0] + 1)
+    d = np.empty((n_c, c.shape[0]), dtype=np.int64)
+    for f in range(n_c):
+        for k in range(c.shape[0]):
+            d[f, k] = (f // st[k]) % (c[k] + 1)
+    return d
+
+
+@numba.njit(cache=True)
+def _fits(d: np.ndarray, f: int, A: np.ndarray, i: int) -> bool:  # pragma: no cover - compiled
+    """Whether capacity state ``f`` (digits ``d``) holds item ``i``'s request (``c' >= A_i``)."""
+    for k in range(A.shape[0]):
+        if d[f, k] < A[k, i]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _offset(A: np.ndarray, i: int, st: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Flat offset of item ``i``'s request ``A[:, i]`` in the capacity table."""
+    off = 0
+    for k in range(A.shape[0]):
+        off += A[k, i] * st[k]
+    return off
+
+
+@numba.njit(cache=True)
+def _knapsack_kernel(v: np.ndarray, A: np.ndarray, c: np.ndarray,
+                     ok: np.ndarray) -> tuple[float, np.ndarray]:  # pragma: no cover - compiled
+    """The 0/1 DP: ``W_i(c') = max(W_{i+1}(c'), v_i + W_{i+1}(c' - A_i))`` (ties: skip);
+    returns ``(W_0(c), x)``. Descending flat index reads only not-yet-updated states."""
+    E = v.shape[0]
+    st = _strides(c)
+    n_c = st[0] * (c[0] + 1)
+    d = _digits(c, st)
+    W = np.zeros(n_c)
+    take = np.zeros((E, n_c), dtype=np.bool_)
+    for i in range(E - 1, -1, -1):
+        if not ok[i] or v[i] <= 0.0:
+            continue  # taking a non-positive item never strictly improves
+        off = _offset(A, i, st)
+        for f in range(n_c - 1, off - 1, -1):
+            if _fits(d, f, A, i):
+                cand = W[f - off] + v[i]
+                if cand > W[f]:
+                    W[f] = cand
+                    take[i, f] = True
+    x = np.zeros(E, dtype=np.int8)
+    cur = n_c - 1
+    for i in range(E):
+        if take[i, cur]:
+            x[i] = 1
+            cur -= _offset(A, i, st)
+    return W[n_c - 1], x
+
+
+@numba.njit(cache=True)
+def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, bi: int,
+                vi: float) -> None:  # pragma: no cover - compiled
+    """One capacity state of Algorithm 2: ``dst[s] = max(dst[s], vi + src[max(s - bi, 0)])``
+    for ``s < rows``, ``take[s]`` where the item strictly improves. Descending ``s`` reads only
+    old values when ``src`` is ``dst`` (an item requesting nothing)."""
+    for s in range(rows - 1, bi - 1, -1):
+        cand = src[s - bi] + vi
+        d = dst[s]
+        take[s] = cand > d
+        dst[s] = cand if cand > d else d
+    cand = src[0] + vi
+    for s in range(min(bi, rows) - 1, -1, -1):
+        d = dst[s]
+        take[s] = cand > d
+        dst[s] = cand if cand > d else d
+
+
+@numba.njit(cache=True)
+def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, ok: np.ndarray,
+                    reach: np.ndarray, n_s: int):  # pragma: no cover - compiled
+    """Compiled core of :func:`budgeted_knapsack` (inputs already checked: int64 ``A``, ``c``,
+    ``b``; ``ok`` excludes items that do not fit alone). Algorithm 2 on ``W[c', s]``
+    (``W_E = 0`` at ``s = 0``, ``-inf`` elsewhere):
+    ``take = v_i + W[c' - A_i, max(s - b_i, 0)]``; ``W = max(skip, take)``, ties kept as skip.
+    Item ``i`` touches only levels ``0..reach[i]``. Returns ``(V*(s) (n_s,), back-pointers (flat
+    bool), offset of item i's block (E,))``; item ``i``'s block is ``(n_c, reach[i] + 1)``."""
+    E = v.shape[0]
+    st = _strides(c)
+    n_c = st[0] * (c[0] + 1)
+    d = _digits(c, st)
+    W = np.full((n_c, n_s), -np.inf)
+    W[:, 0] = 0.0
+    start = np.full(E, -1, dtype=np.int64)
+    total = 0
+    for i in range(E):
+        if ok[i]:
+            start[i] = total
+            total += n_c * (reach[i] + 1)
+    take = np.zeros(total, dtype=np.bool_)
+    for i in range(E - 1, -1, -1):
+        if not ok[i]:
+            continue
+        off = _offset(A, i, st)
+        rows = reach[i] + 1
+        for f in range(n_c - 1, off - 1, -1):
+            if _fits(d, f, A, i):
+                _budget_row(W[f - off], W[f], take[start[i] + f * rows:], rows, b[i], v[i])
+    return W[n_c - 1].copy(), take, start
+
+
+@numba.njit(cache=True)
+def reachable_levels(b: np.ndarray, ok: np.ndarray, kmax: int,
+                     cap: int) -> np.ndarray:  # pragma: no cover - compiled
+    """``reach[i]``: the largest budget level reachable with the allowed items ``i..E-1`` when at
+    most ``kmax`` of them fit together (the sum of their ``kmax`` largest budgets), capped at
+    ``cap``; int64 ``(E + 1,)`` with ``reach[E] = 0``. Compiled (callable from other kernels)."""
+    E = b.shape[0]
+    reach = np.zeros(E + 1, dtype=np.int64)
+    top = np.zeros(max(kmax, 1), dtype=np.int64)  # the kmax largest budgets, descending
+    n = 0
+    for i in range(E - 1, -1, -1):
+        if ok[i] and kmax > 0:
+            j = min(n, kmax - 1)
+            if n < kmax:
+                n += 1
+            elif b[i] <= top[j]:
+                j = -1  # not among the kmax largest
+            if j >= 0:
+                top[j] = b[i]
+                while j > 0 and top[j - 1] < top[j]:
+                    top[j - 1], top[j] = top[j], top[j - 1]
+                    j -= 1
+        total = 0
+        for j in range(n):
+            total += top[j]
+        reach[i] = min(total, cap)
+    return reach
+
+
+@numba.njit(cache=True)
+def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, reach: np.ndarray,
+                       take: np.ndarray, start: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """Compiled: a maximiser of budget level ``s`` (int8 ``(E,)``), reconstructed forwards from
+    the back-pointers of :func:`budgeted_tables`."""
+    E = A.shape[1]
+    st = _strides(c)
+    cur = st[0] * (c[0] + 1) - 1
+    x = np.zeros(E, dtype=np.int8)
+    for i in range(E):
+        if start[i] < 0:
+            continue
+        rows = reach[i] + 1
+        if s < rows and take[start[i] + cur * rows + s]:
+            x[i] = 1
+            s = max(s - b[i], 0)
+            cur -= _offset(A, i, st)
+    return x
+
+
+# ------------------------------------------------------------------------ public API
 def knapsack_01(
     values: np.ndarray,
     weights: np.ndarray,
@@ -72,31 +240,10 @@ def knapsack_01(
     Returns:
         ``(optimum, x)`` with ``x`` int8 ``(E,)`` a maximiser (ties: the item is not taken).
     """
-    v = np.asarray(values, dtype=np.float64)
-    E = v.shape[0]
-    A, c, ok = _check(weights, capacity, E, allowed)
-    shape = tuple(int(ck) + 1 for ck in c)
-    W = np.zeros(shape)
-    takes: list[tuple[np.ndarray, tuple[slice, ...]] | None] = [None] * E
-    for i in range(E - 1, -1, -1):
-        if not ok[i] or v[i] <= 0.0:
-            continue  # taking a non-positive item never strictly improves
-        dst, src = _slices(A[:, i], c)
-        cand = W[src] + v[i]
-        region = W[dst]
-        take = cand > region
-        np.maximum(region, cand, out=region)
-        takes[i] = (take, dst)
-    x = np.zeros(E, dtype=np.int8)
-    cur = c.copy()
-    for i in range(E):
-        t = takes[i]
-        if t is None or np.any(cur < A[:, i]):
-            continue
-        if t[0][tuple(cur - A[:, i])]:
-            x[i] = 1
-            cur -= A[:, i]
-    return float(W[tuple(c)]), x
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    A, c, ok = _check(weights, capacity, v.shape[0], allowed)
+    val, x = _knapsack_kernel(v, A, c, ok)
+    return float(val), x
 
 
 @dataclass(frozen=True)
@@ -110,7 +257,9 @@ class BudgetedSolution:
 
     values: np.ndarray
     max_budget: int
-    _takes: tuple
+    _take: np.ndarray
+    _start: np.ndarray
+    _reach: np.ndarray
     _weights: np.ndarray
     _capacity: np.ndarray
     _budgets: np.ndarray
@@ -120,20 +269,8 @@ class BudgetedSolution:
         if not 0 <= s <= self.max_budget or not np.isfinite(self.values[s]):
             raise ValueError(f"s={s!r} is invalid: must be a feasible budget level in "
                              f"[0, {self.max_budget}]")
-        A, b = self._weights, self._budgets
-        E = A.shape[1]
-        x = np.zeros(E, dtype=np.int8)
-        cur = self._capacity.copy()
-        s_cur = int(s)
-        for i in range(E):
-            t = self._takes[i]
-            if t is None or np.any(cur < A[:, i]):
-                continue
-            if s_cur < t.shape[-1] and t[(*(cur - A[:, i]), s_cur)]:
-                x[i] = 1
-                s_cur = max(s_cur - int(b[i]), 0)
-                cur -= A[:, i]
-        return x
+        return budgeted_selection(int(s), self._weights, self._budgets, self._capacity,
+                                self._reach, self._take, self._start)
 
 
 def budgeted_knapsack(
@@ -146,7 +283,7 @@ def budgeted_knapsack(
     max_items: int | None = None,
 ) -> BudgetedSolution:
     """All budget levels at once: ``V*(s) = max values^T x`` s.t. ``weights @ x <= capacity``,
-    ``budgets^T x >= s``, for ``s = 0..max_budget`` (spec esdp §3.5, Algorithm 2).
+    ``budgets^T x >= s``, for ``s = 0..max_budget`` (ESDP paper §3.5, Algorithm 2).
 
     Recursion over items ``i = E-1..0`` on ``W[c', s]`` (``W_E = 0`` at ``s = 0``, ``-inf``
     elsewhere): ``take = values_i + W[max(s - budgets_i, 0), c' - A_i]`` when ``A_i <= c'``;
@@ -162,47 +299,17 @@ def budgeted_knapsack(
             when items ``i..E-1`` are processed, budget levels above the largest reachable one
             (the sum of the ``max_items`` largest budgets among them) are ``-inf`` and skipped.
     """
-    v = np.asarray(values, dtype=np.float64)
+    v = np.ascontiguousarray(values, dtype=np.float64)
     E = v.shape[0]
     b = np.asarray(budgets)
     if b.shape != (E,) or (b.size and (b.min() < 0 or np.any(b != np.round(b)))):
         raise ValueError(f"budgets must be non-negative integers of shape ({E},)")
-    b = b.astype(np.int64)
+    b = np.ascontiguousarray(b, dtype=np.int64)
     A, c, ok = _check(weights, capacity, E, allowed)
     S = int(max_budget)
     if S < 0:
         raise ValueError(f"max_budget={max_budget!r} is invalid: must be an integer >= 0")
-    nS = S + 1
-    # reach[i]: largest budget level reachable with items i..E-1 (rows above it stay -inf)
-    reach = np.zeros(E + 1, dtype=np.int64)
     kmax = E if max_items is None else max(int(max_items), 0)
-    suffix: list[int] = []
-    for i in range(E - 1, -1, -1):
-        if ok[i]:
-            suffix.append(int(b[i]))
-            suffix.sort(reverse=True)
-            del suffix[kmax:]
-        reach[i] = min(sum(suffix), S)
-    # Layout W[c'_1, ..., c'_K, s]: the budget axis is last and contiguous, so every capacity
-    # slice below moves runs of budget levels at once.
-    W = np.full((*(int(ck) + 1 for ck in c), nS), -np.inf)
-    W[..., 0] = 0.0
-    takes: list[np.ndarray | None] = [None] * E
-    for i in range(E - 1, -1, -1):
-        if not ok[i]:
-            continue
-        dst, src = _slices(A[:, i], c)
-        n_rows = int(reach[i]) + 1  # levels 0..reach[i] may become finite
-        th = min(int(b[i]), n_rows)
-        if th == 0:
-            cand = W[(*src, slice(0, n_rows))] + v[i]
-        else:
-            cand = np.empty((*(sl.stop - sl.start for sl in src), n_rows))
-            np.add(W[(*src, slice(0, n_rows - th))], v[i], out=cand[..., th:])
-            cand[..., :th] = W[(*src, slice(0, 1))] + v[i]  # s <= th: budget met by this item
-        region = W[(*dst, slice(0, n_rows))]
-        take = cand > region
-        np.maximum(region, cand, out=region)
-        takes[i] = take
-    top = W[tuple(int(ck) for ck in c)].copy()
-    return BudgetedSolution(top, S, tuple(takes), A, c, b)
+    reach = reachable_levels(b, ok, kmax, S)
+    top, take, start = budgeted_tables(v, b, A, c, ok, reach, S + 1)
+    return BudgetedSolution(top, S, take, start, reach, A, c, b)
