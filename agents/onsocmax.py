@@ -26,380 +26,474 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice, check_float
+from schedgym.core.waterfill import waterfill_kernel
 from schedgym.envs.deadline_welfare.dynamics import (
     LINEAR,
     LOG,
     SQRT,
     ObservedJob,
+    f_prime,
+    f_second,
     observed_job,
     utility,
+    utility_derivative,
 )
 from schedgym.envs.deadline_welfare.pricing import Pricing
 
 SOLVERS = ("kkt", "alm")
 
-
-def _clip(x, lo, hi):
-    """``np.clip`` without its Python-level overhead (a hot path on small arrays)."""
-    return np.minimum(np.maximum(x, lo), hi)
-
-
-def _fp(code: int, a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """f'(x) (x > 0 for sqrt)."""
-    if code == LINEAR:
-        return a
-    if code == LOG:
-        return a / (1.0 + x)
-    return a / (2.0 * np.sqrt(x))
+# ---------------------------------------------------------------- compiled P3 solver
+# Per-unit parameters, precomputed once per job by _setup_kernel: one row each of ``P`` (9, m).
+_A, _B, _LAM, _K, _E0, _M0, _MCAP, _MFLAT, _CAP = range(9)
+_NROWS = 9
 
 
-def _fpp(code: int, a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """f''(x)."""
-    if code == LINEAR:
-        return np.zeros_like(x)
-    if code == LOG:
-        return -a / (1.0 + x) ** 2
-    return -a / (4.0 * x * np.sqrt(x))
+@numba.njit(cache=True, error_model="numpy")
+def _price(P: np.ndarray, r: int, x: float, iota: float, base: float) -> float:
+    """φ_r(ω_r + x) = max(ι, ι/α̂ + κ e^{α̂ (ω_r + x) / C_r})."""
+    return max(iota, base + P[_K, r] * math.exp(P[_LAM, r] * x))
 
 
-def _flat_x(code: int, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Solution of f'(x) = d (d > 0) for log and sqrt: the interior x in the flat price region."""
-    if code == LOG:
+@numba.njit(cache=True, error_model="numpy")
+def _marginal(code: int, P: np.ndarray, r: int, x: float, iota: float, base: float) -> float:
+    """m_r(x) = f'_r(x) + b_r - φ_r(ω_r + x)."""
+    return f_prime(code, P[_A, r], x) + P[_B, r] - _price(P, r, x, iota, base)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _setup_kernel(code: int, a: np.ndarray, b: np.ndarray, omega: np.ndarray, C: np.ndarray,
+                  cap: np.ndarray, iota: float, alpha: float, kappa: float) -> np.ndarray:
+    """The per-unit rows of ``P``: a, b, λ = α̂/C, K = κ e^{λ min(ω, C)}, the end e0 of the
+    flat price region, m(0), m(cap), m(e0) on the flat side, and cap (clipped at 0)."""
+    m = a.size
+    P = np.empty((_NROWS, m))
+    base = iota / alpha
+    for r in range(m):
+        c = max(cap[r], 0.0)
+        lam = alpha / C[r]
+        P[_A, r] = a[r]
+        P[_B, r] = b[r]
+        P[_LAM, r] = lam
+        P[_K, r] = kappa * math.exp(lam * min(omega[r], C[r]))
+        P[_CAP, r] = c
+        e0 = min(max(C[r] / (alpha - 1.0) - omega[r], 0.0), c)
+        P[_E0, r] = e0
+        P[_M0, r] = math.inf if code == 2 else _marginal(code, P, r, 0.0, iota, base)
+        P[_MCAP, r] = _marginal(code, P, r, c, iota, base)
+        if e0 > 0.0:
+            P[_MFLAT, r] = f_prime(code, a[r], e0) + b[r] - iota
+        else:
+            P[_MFLAT, r] = P[_M0, r]
+    return P
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _flat_x(code: int, a: float, d: float) -> float:
+    """Solution of f'(x) = d (d > 0), log and sqrt: the interior x in the flat price region."""
+    if code == 1:
         return a / d - 1.0
     return (a / (2.0 * d)) ** 2
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _exp_solve(code: int, P: np.ndarray, r: int, mu: float, base: float, guess: float) -> float:
+    """x in [e0, cap] with m_r(x) = μ where the solution lies in the exponential price region
+    (m(e0) >= μ >= m(cap)), log and sqrt: safeguarded Newton from ``guess`` (nan: midpoint)."""
+    a, K, lam = P[_A, r], P[_K, r], P[_LAM, r]
+    c = P[_B, r] - base - mu
+    lo, hi = P[_E0, r], P[_CAP, r]
+    x = 0.5 * (lo + hi) if math.isnan(guess) else min(max(guess, lo), hi)
+    for _ in range(100):
+        ex = K * math.exp(lam * x)
+        fp = f_prime(code, a, x)
+        h = fp + c - ex
+        step = h / (f_second(code, a, x) - lam * ex)
+        xn = x - step
+        if abs(step) <= 1e-13 * (1.0 + x):
+            return min(max(xn, P[_E0, r]), P[_CAP, r])
+        if h > 0:
+            lo = x
+        else:
+            hi = x
+        if not (lo <= xn <= hi):  # also catches NaN (sqrt at 0)
+            xn = 0.5 * (lo + hi)
+            if hi - lo <= 1e-15 * (1.0 + hi):
+                return xn
+        x = xn
+    return x
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _x_unit(code: int, P: np.ndarray, r: int, mu: float, strict: bool, iota: float,
+            base: float, guess: float) -> tuple[float, float]:
+    """``(x_r(μ), dx_r/dμ)``: x_r(μ) = sup{x in [0, cap]: m_r(x) >= μ} (``> μ`` if strict);
+    dx/dμ = 1/m'(x) for interior units, 0 elsewhere (and for linear ties)."""
+    cap = P[_CAP, r]
+    if cap <= 0.0:
+        return 0.0, 0.0
+    mcap, m0 = P[_MCAP, r], P[_M0, r]
+    full = mcap > mu if strict else mcap >= mu
+    zero = m0 <= mu if strict else m0 < mu
+    a, lam = P[_A, r], P[_LAM, r]
+    if code == 0:  # closed form: inverse of the exponential price
+        if zero:
+            return 0.0, 0.0
+        if full:
+            return cap, 0.0
+        arg = (a + P[_B, r] - mu - base) / P[_K, r]
+        x = min(max(math.log(max(arg, 1e-300)) / lam, P[_E0, r]), cap)
+        if P[_E0, r] < x < cap:
+            return x, 1.0 / (-lam * (a + P[_B, r] - mu - base))
+        return x, 0.0
+    if full:
+        return cap, 0.0
+    if zero:
+        return 0.0, 0.0
+    expo = P[_MFLAT, r] > mu if strict else P[_MFLAT, r] >= mu
+    if expo:
+        x = _exp_solve(code, P, r, mu, base, guess)
+        dm = f_second(code, a, x) - lam * P[_K, r] * math.exp(lam * x)
+    else:
+        x = min(max(_flat_x(code, a, max(mu - P[_B, r] + iota, 1e-300)), 0.0), P[_E0, r])
+        dm = f_second(code, a, x)
+    dx = 1.0 / dm
+    return x, dx if math.isfinite(dx) else 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _x_all(code: int, P: np.ndarray, mu: float, strict: bool, iota: float, base: float,
+           guess: np.ndarray, x: np.ndarray, dx: np.ndarray) -> float:
+    """x_r(μ) and dx_r/dμ of every unit into ``x``, ``dx``; returns Σ x."""
+    s = 0.0
+    for r in range(x.size):
+        x[r], dx[r] = _x_unit(code, P, r, mu, strict, iota, base, guess[r])
+        s += x[r]
+    return s
+
+
+@numba.njit(cache=True)
+def _finish(P: np.ndarray, x: np.ndarray, rho: float) -> np.ndarray:
+    """Clip to [0, cap]; scale down to Σ x = ρ if above (rounding guard)."""
+    s = 0.0
+    for r in range(x.size):
+        x[r] = min(max(x[r], 0.0), P[_CAP, r])
+        s += x[r]
+    if s > rho:
+        for r in range(x.size):
+            x[r] *= rho / s
+    return x
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _tie_fill(code: int, P: np.ndarray, lo: float, hi: float, rho: float, iota: float,
+              base: float) -> np.ndarray:
+    """x(hi, strict) plus the remaining workload shared in proportion to the slack up to
+    x(lo) (ties of flat marginals, spec A20)."""
+    m = P.shape[1]
+    nan = np.full(m, np.nan)
+    xl, xh, d = np.empty(m), np.empty(m), np.empty(m)
+    s = _x_all(code, P, hi, True, iota, base, nan, xl, d)
+    _x_all(code, P, lo, False, iota, base, nan, xh, d)
+    rem = rho - s
+    slack = 0.0
+    for r in range(m):
+        slack += max(0.0, xh[r] - xl[r])
+    if rem > 0 and slack > 0:
+        f = min(1.0, rem / slack)
+        for r in range(m):
+            xl[r] += max(0.0, xh[r] - xl[r]) * f
+    return _finish(P, xl, rho)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _solve_linear(P: np.ndarray, rho: float, tol: float, iota: float,
+                  base: float) -> tuple[np.ndarray, float]:
+    """Linear utilities: g(μ) = Σ x(μ) jumps by e0 at μ = m0 (flat ties) and is smooth in
+    between. Binary search over the jump points for the tie or gap holding ρ, then Newton."""
+    m = P.shape[1]
+    nan = np.full(m, np.nan)
+    x, dx = np.empty(m), np.empty(m)
+    if _x_all(0, P, 0.0, False, iota, base, nan, x, dx) <= rho * (1 + tol):
+        return _finish(P, x, rho), 0.0
+    jumps = np.unique(np.array([P[_M0, r] for r in range(m)
+                                if P[_CAP, r] > 0 and P[_E0, r] > 0 and P[_M0, r] > 0]))
+    lo, hi = 0.0, -math.inf
+    for r in range(m):
+        if P[_CAP, r] > 0:
+            hi = max(hi, P[_M0, r] + 1.0)
+    if jumps.size:  # first k with g(J_k+) <= ρ
+        ka, kb = 0, jumps.size
+        while ka < kb:
+            k = (ka + kb) // 2
+            if _x_all(0, P, jumps[k], True, iota, base, nan, x, dx) <= rho:
+                kb = k
+            else:
+                ka = k + 1
+        if ka < jumps.size:
+            mu = jumps[ka]
+            if _x_all(0, P, mu, False, iota, base, nan, x, dx) >= rho:
+                return _tie_fill(0, P, mu, mu, rho, iota, base), mu
+            hi = mu
+        if ka > 0:
+            lo = jumps[ka - 1]
+    mu = 0.5 * (lo + hi)
+    for _ in range(200):
+        s = _x_all(0, P, mu, False, iota, base, nan, x, dx) - rho
+        if abs(s) <= tol * rho:
+            return _finish(P, x, rho), mu
+        if s > 0:
+            lo = mu
+        else:
+            hi = mu
+        d = 0.0
+        for r in range(m):
+            d += dx[r]
+        mn = mu - s / d if d < 0 else math.nan
+        if not (lo < mn < hi):
+            mn = 0.5 * (lo + hi)
+        if hi - lo <= 1e-15 * max(1.0, hi):
+            break
+        mu = mn
+    return _tie_fill(0, P, lo, hi, rho, iota, base), hi
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _flat_multiplier(code: int, P: np.ndarray, rho: float, iota: float) -> float:
+    """μ >= 0 with Σ clip(xf(μ), 0, cap) = ρ (0 if even μ = 0 gives <= ρ), where xf solves
+    f'(x) + b - ι = μ (every price at ι): an upper bound of μ* (log, sqrt). Starts from the
+    closed form that ignores the clipping and the spread of b, then Newton with a bisection
+    safeguard."""
+    m = P.shape[1]
+    n, asum, a2, csum = 0, 0.0, 0.0, 0.0
+    for r in range(m):
+        if P[_CAP, r] > 0:
+            n += 1
+            asum += P[_A, r]
+            a2 += P[_A, r] * P[_A, r]
+            csum += iota - P[_B, r]
+    if code == 1:
+        mu = asum / (rho + n) - csum / n
+    else:
+        mu = math.sqrt(a2 / (4.0 * rho)) - csum / n
+    mu = max(mu, 0.0)
+    lo, hi = 0.0, math.inf
+    for _ in range(100):
+        s, deriv = -rho, 0.0
+        for r in range(m):
+            cap = P[_CAP, r]
+            if cap > 0:
+                xf = _flat_x(code, P[_A, r], max(mu + iota - P[_B, r], 1e-300))
+                s += min(max(xf, 0.0), cap)
+                if 0.0 < xf < cap:
+                    deriv += 1.0 / f_second(code, P[_A, r], xf)
+        if abs(s) <= 1e-13 * rho:
+            return mu
+        if s > 0:
+            lo = mu
+        else:
+            if mu <= 0.0:
+                return 0.0
+            hi = mu
+        mn = mu - s / deriv if deriv < 0 else math.nan
+        if not (lo < mn < hi):
+            mn = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * mu + 1.0
+        if math.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, hi):
+            return hi
+        mu = mn
+    return hi if math.isfinite(hi) else mu
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _inv_slope(code: int, P: np.ndarray, r: int, x: float, iota: float, base: float) -> float:
+    """dx/dμ = 1 / m'_r(x) (<= 0), 0 where undefined."""
+    if P[_CAP, r] <= 0:
+        return 0.0
+    ex = P[_K, r] * math.exp(P[_LAM, r] * x)
+    dm = f_second(code, P[_A, r], x) - (P[_LAM, r] * ex if base + ex > iota else 0.0)
+    out = 1.0 / dm
+    return out if math.isfinite(out) else 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _model_step(code: int, P: np.ndarray, mu: float, x: np.ndarray, dx: np.ndarray,
+                ends: np.ndarray, rho: float) -> float:
+    """Next μ from a piecewise-linear model of every x_r(μ), exact at known points: interior
+    units through ``(μ, x_r)`` with slope ``dx_r``; capped units through ``(m_r(cap), cap)`` and
+    zero units through ``(m_r(0), 0)`` with the slope there (``ends``: 1/m' at 0 and cap), so
+    the model sees units about to enter or leave. Solved exactly by water-filling in ``-μ``."""
+    m = x.size
+    start, end, w = np.empty(m), np.empty(m), np.empty(m)
+    k = 0
+    fixed = 0.0
+    for r in range(m):
+        cap = P[_CAP, r]
+        live = cap > 0
+        interior = dx[r] < 0
+        atcap = not interior and x[r] >= cap and live
+        atzero = not interior and not atcap and live and math.isfinite(P[_M0, r])
+        if interior:
+            amu, ax, slope = mu, x[r], dx[r]
+        elif atcap:
+            amu, ax, slope = P[_MCAP, r], cap, ends[1, r]
+        elif atzero:
+            amu, ax, slope = P[_M0, r], 0.0, ends[0, r]
+        else:
+            amu, ax, slope = P[_M0, r], 0.0, 0.0
+        if slope < 0:  # x = w (c - μ) clipped to [0, cap], c = amu + ax / w
+            w[k] = -slope
+            c = amu + ax / w[k]
+            start[k] = -c
+            end[k] = -c + cap / w[k]
+            k += 1
+        elif live:
+            fixed += x[r]
+    if k == 0:
+        return math.nan
+    level = waterfill_kernel(start[:k], end[:k], w[:k], rho - fixed)[1]
+    return -level
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _solve_concave(code: int, P: np.ndarray, rho: float, tol: float, iota: float,
+                   base: float) -> tuple[np.ndarray, float]:
+    """log / sqrt: the flat-price multiplier is an upper bracket of μ* (prices are >= ι) and
+    the answer when no unit leaves the flat region; otherwise a safeguarded iteration on μ
+    whose steps solve :func:`_model_step`, warm-starting every unit's Newton solve."""
+    m = P.shape[1]
+    nan = np.full(m, np.nan)
+    x, dx = np.empty(m), np.empty(m)
+    hi = _flat_multiplier(code, P, rho, iota)
+    if hi <= 0.0:  # Σ x(0) <= Σ xf(0) <= ρ
+        _x_all(code, P, 0.0, False, iota, base, nan, x, dx)
+        return _finish(P, x, rho), 0.0
+    s = _x_all(code, P, hi, False, iota, base, nan, x, dx)
+    if abs(s - rho) <= tol * rho:
+        return _finish(P, x, rho), hi
+    lo = 0.0  # bracket: g(lo) > ρ >= g(hi); g(0) is evaluated only if the model asks
+    zero_checked = False
+    while s > rho * (1 + tol):  # numerical safety only
+        lo, hi = hi, 2.0 * hi + 1e-12
+        s = _x_all(code, P, hi, False, iota, base, nan, x, dx)
+        zero_checked = True
+    ends = np.empty((2, m))
+    for r in range(m):
+        ends[0, r] = _inv_slope(code, P, r, 0.0, iota, base)
+        ends[1, r] = _inv_slope(code, P, r, P[_CAP, r], iota, base)
+    mu = hi
+    guess = np.empty(m)
+    x0, d0 = np.empty(m), np.empty(m)
+    for it in range(200):
+        if it:
+            s = _x_all(code, P, mu, False, iota, base, guess, x, dx)
+            if not math.isfinite(s):  # never expected; retry cold
+                s = _x_all(code, P, mu, False, iota, base, nan, x, dx)
+        if abs(s - rho) <= tol * rho:
+            return _finish(P, x, rho), mu
+        if s > rho:
+            lo = mu
+        else:
+            hi = mu
+        mn = _model_step(code, P, mu, x, dx, ends, rho)
+        if not zero_checked and not mn > 0.0:  # the model puts μ* at 0: is it?
+            zero_checked = True
+            if _x_all(code, P, 0.0, False, iota, base, nan, x0, d0) <= rho * (1 + tol):
+                return _finish(P, x0, rho), 0.0
+        if not (lo < mn < hi):
+            mn = 0.5 * (lo + hi)
+        if hi - lo <= 1e-15 * max(1.0, hi):
+            break
+        for r in range(m):
+            guess[r] = x[r] + (mn - mu) * dx[r]
+        mu = mn
+    return _tie_fill(code, P, lo, hi, rho, iota, base), hi
+
+
+@numba.njit(cache=True, error_model="numpy")
+def solve_kernel(code: int, P: np.ndarray, rho: float, tol: float, iota: float,
+                 alpha: float) -> tuple[np.ndarray, float]:
+    """Exact solution ``(x*, μ*)`` of P3 from the per-unit rows ``P`` (spec §3.3)."""
+    m = P.shape[1]
+    live = False
+    for r in range(m):
+        live = live or P[_CAP, r] > 0
+    if not live or rho <= 0:
+        return np.zeros(m), 0.0
+    base = iota / alpha
+    if code == 0:
+        return _solve_linear(P, rho, tol, iota, base)
+    return _solve_concave(code, P, rho, tol, iota, base)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _marginals(code: int, P: np.ndarray, x: np.ndarray, iota: float,
+               base: float) -> np.ndarray:
+    out = np.empty(x.size)
+    for r in range(x.size):
+        out[r] = _marginal(code, P, r, x[r], iota, base)
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _prices(P: np.ndarray, x: np.ndarray, iota: float, base: float) -> np.ndarray:
+    out = np.empty(x.size)
+    for r in range(x.size):
+        out[r] = _price(P, r, x[r], iota, base)
+    return out
+
+
 class P3:
     """One P3 instance (one job, its ``m`` units) with everything that does not depend on μ
-    precomputed. Arrays are float64 ``(m,)``, workload units; ``b = β / C``."""
+    precomputed by a compiled kernel. Arrays are float64 ``(m,)``, workload units; ``b = β / C``.
+    :meth:`solve` runs the compiled exact solver; :meth:`objective` and :meth:`kkt_residual`
+    are the independent checks used by the tests and the benchmark."""
 
     def __init__(self, code: int, coef: np.ndarray, b: np.ndarray, usage: np.ndarray,
                  capacity: np.ndarray, cap: np.ndarray, workload: float,
                  pricing: Pricing) -> None:
-        self.code = code
-        self.a = np.asarray(coef, dtype=np.float64)
-        self.b = np.asarray(b, dtype=np.float64)
-        self.omega = np.asarray(usage, dtype=np.float64)
-        self.C = np.asarray(capacity, dtype=np.float64)
-        self.cap = np.maximum(np.asarray(cap, dtype=np.float64), 0.0)
+        self.code = int(code)
+        arrays = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
+                                       for v in (coef, b, usage, capacity, cap)))
+        self.a, self.b, self.omega, self.C, cap_in = (np.ascontiguousarray(v).reshape(-1)
+                                                      for v in arrays)
         self.rho = float(workload)
         self.pr = pricing
-        io, al, ka = pricing.iota, pricing.alpha, pricing.kappa
-        self.lam = al / self.C
-        self.K = ka * np.exp(self.lam * np.minimum(self.omega, self.C))
-        self.base = io / al  # φ = max(ι, base + K e^{λ x}) above the threshold
-        self.e0 = _clip(self.C / (al - 1.0) - self.omega, 0.0, self.cap)  # end of flat part
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.m0 = self.marginal(np.zeros_like(self.cap))
-            self.mcap = self.marginal(self.cap)
-            self.mflat = _fp(code, self.a, self.e0) + self.b - io  # marginal at e0 (flat side)
-        if code == SQRT:
-            self.m0 = np.full_like(self.cap, np.inf)
-            self.mflat = np.where(self.e0 > 0, self.mflat, np.inf)
-        self.mflat = np.where(self.e0 > 0, self.mflat, self.m0)
+        self._base = pricing.iota / pricing.alpha
+        self.P = _setup_kernel(self.code, self.a, self.b, self.omega, self.C, cap_in,
+                               pricing.iota, pricing.alpha, pricing.kappa)
+        self.cap = self.P[_CAP]
+        self.m0 = self.P[_M0]
+        self.mcap = self.P[_MCAP]
         self.live = self.cap > 0
-        self._ends: tuple[np.ndarray, np.ndarray] | None = None  # 1/m' at 0 and cap, lazily
 
-    def _inv_slope(self, x: np.ndarray) -> np.ndarray:
-        """dx/dμ = 1 / m'(x) (<= 0), 0 where undefined."""
-        ex = self.K * np.exp(self.lam * x)
-        expo = self.base + ex > self.pr.iota
-        dm = _fpp(self.code, self.a, x) - np.where(expo, self.lam * ex, 0.0)
-        out = 1.0 / dm
-        return np.where(np.isfinite(out) & self.live, out, 0.0)
-
-    # ------------------------------------------------------------------ pieces
     def price(self, x: np.ndarray) -> np.ndarray:
-        """φ(ω + x)."""
-        return np.maximum(self.pr.iota, self.base + self.K * np.exp(self.lam * x))
+        """φ(ω + x) per unit, ``(m,)``."""
+        return _prices(self.P, _vec(x, self.cap.size), self.pr.iota, self._base)
 
     def marginal(self, x: np.ndarray) -> np.ndarray:
-        """m(x) = f'(x) + b - φ(ω + x)."""
-        return _fp(self.code, self.a, x) + self.b - self.price(x)
+        """m(x) = f'(x) + b - φ(ω + x) per unit, ``(m,)``."""
+        return _marginals(self.code, self.P, _vec(x, self.cap.size), self.pr.iota, self._base)
 
     def objective(self, x: np.ndarray) -> float:
-        """W̃(x) = Σ f(x) + b x - (Ψ(ω + x) - Ψ(ω))."""
+        """W̃(x) = Σ f(x) + b x - (Ψ(ω + x) - Ψ(ω)) (pseudo-cost from the closed-form Ψ of
+        :class:`Pricing`, independent of the solver's marginals)."""
         x = np.asarray(x, dtype=np.float64)
         return float(np.sum(utility(self.code, self.a, x) + self.b * x
                             - self.pr.pseudo_cost(self.omega, x, self.C)))
 
-    def _exp_solve(self, sel: np.ndarray, mu: float, guess: np.ndarray | None) -> np.ndarray:
-        """x in [e0, cap] with m(x) = μ for the units ``sel`` (bool, their solution lies in the
-        exponential price region, m(e0) >= μ >= m(cap)); log and sqrt. Safeguarded Newton on
-        the compacted units; returns the values of those units only."""
-        idx = np.flatnonzero(sel)
-        a, K, lam = self.a[idx], self.K[idx], self.lam[idx]
-        c = self.b[idx] - self.base - mu
-        lo = self.e0[idx]
-        hi = self.cap[idx]
-        mid = 0.5 * (lo + hi)
-        x = mid if guess is None else np.where(np.isfinite(guess[idx]),
-                                               _clip(guess[idx], lo, hi), mid)
-        log = self.code == LOG
-        for _ in range(100):
-            ex = K * np.exp(lam * x)
-            if log:
-                q = 1.0 / (1.0 + x)
-                fp = a * q
-                fpp = -fp * q
-            else:
-                fp = 0.5 * a / np.sqrt(x)
-                fpp = -0.5 * fp / x
-            h = fp + c - ex
-            step = h / (fpp - lam * ex)
-            xn = x - step
-            if np.max(np.abs(step) - 1e-13 * (1.0 + x)) <= 0.0:
-                return _clip(xn, self.e0[idx], self.cap[idx])
-            pos = h > 0
-            lo = np.where(pos, x, lo)
-            hi = np.where(pos, hi, x)
-            bad = (xn < lo) | (xn > hi)
-            if bad.any():
-                xn = np.where(bad, 0.5 * (lo + hi), xn)
-                if np.max(hi - lo - 1e-15 * (1.0 + hi)) <= 0.0:
-                    return xn
-            x = xn
-        return x
-
-    def _x_linear(self, mu: np.ndarray, strict: bool) -> np.ndarray:
-        """Closed-form x(μ) of linear utilities for an array of μ (broadcast against units)."""
-        mu = np.asarray(mu, dtype=np.float64)
-        if mu.ndim:
-            mu = mu[:, None]
-        full = (self.mcap > mu) if strict else (self.mcap >= mu)
-        zero = (self.m0 <= mu) if strict else (self.m0 < mu)
-        arg = (self.a + self.b - mu - self.base) / self.K
-        x = np.log(np.maximum(arg, 1e-300)) / self.lam
-        x = _clip(x, self.e0, self.cap)
-        x = np.where(zero, 0.0, np.where(full, self.cap, x))
-        return np.where(self.live, x, 0.0)
-
-    def _solve_linear(self, tol: float) -> tuple[np.ndarray, float]:
-        """Linear utilities: g(μ) = Σ x(μ) jumps by e0 at μ = m0 (flat ties) and is smooth in
-        between. Locate the jump or gap holding ρ on all jump points at once, then Newton."""
-        rho = self.rho
-        jumps = np.unique(self.m0[self.live & (self.e0 > 0) & (self.m0 > 0)])
-        lo, hi = 0.0, float(np.max(self.m0[self.live])) + 1.0
-        if jumps.size and jumps.size * self.cap.size <= 4096:  # all jumps at once
-            g_minus = self._x_linear(jumps, strict=False).sum(axis=1)  # g just below the jump
-            g_plus = self._x_linear(jumps, strict=True).sum(axis=1)  # g just above
-            hit = np.flatnonzero((g_plus <= rho) & (g_minus >= rho))
-            if hit.size:
-                mu = float(jumps[hit[0]])
-                return self._tie_fill(mu, mu), mu
-            above = jumps[g_plus > rho]
-            below = jumps[g_minus < rho]
-            if above.size:
-                lo = float(above.max())
-            if below.size:
-                hi = float(below.min())
-        elif jumps.size:  # many jumps: binary search for the first k with g(J_k+) <= ρ
-            a, b = 0, jumps.size
-            while a < b:
-                k = (a + b) // 2
-                if self._x_linear(jumps[k], strict=True).sum() <= rho:
-                    b = k
-                else:
-                    a = k + 1
-            if a < jumps.size:
-                mu = float(jumps[a])
-                if self._x_linear(mu, strict=False).sum() >= rho:
-                    return self._tie_fill(mu, mu), mu
-                hi = mu
-            if a > 0:
-                lo = float(jumps[a - 1])
-        mu = 0.5 * (lo + hi)
-        for _ in range(200):
-            x = self._x_linear(mu, strict=False)
-            s = x.sum() - rho
-            if abs(s) <= tol * rho:
-                return self._finish(x), mu
-            if s > 0:
-                lo = mu
-            else:
-                hi = mu
-            inner = (x > self.e0) & (x < self.cap)
-            d = float(np.sum(1.0 / (-self.lam[inner] * (self.a + self.b - mu - self.base)[inner])))
-            mn = mu - s / d if d < 0 else math.nan  # dx/dμ = -1/(λ (a + b - μ - ι/α̂))
-            if not (lo < mn < hi):
-                mn = 0.5 * (lo + hi)
-            if hi - lo <= 1e-15 * max(1.0, hi):
-                break
-            mu = mn
-        return self._tie_fill(lo, hi), hi
-
-    def _tie_fill(self, lo: float, hi: float) -> np.ndarray:
-        """x(hi, strict) plus the remaining workload shared in proportion to the slack up to
-        x(lo) (ties of flat marginals, spec A20)."""
-        if self.code == LINEAR:
-            x_lo = self._x_linear(hi, strict=True)
-            x_hi = self._x_linear(lo, strict=False)
-        else:
-            x_lo, _ = self.x_of(hi, strict=True)
-            x_hi, _ = self.x_of(lo)
-        rem = self.rho - x_lo.sum()
-        slack = np.maximum(0.0, x_hi - x_lo)
-        if rem > 0 and slack.sum() > 0:
-            x_lo = x_lo + slack * min(1.0, rem / slack.sum())
-        return self._finish(x_lo)
-
-    def x_of(self, mu: float, strict: bool = False,
-             guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(x(μ), dx/dμ)`` per unit: x_r(μ) = sup{x in [0, cap]: m_r(x) >= μ} (``> μ`` if
-        strict); dx/dμ = 1/m'(x) for interior units, 0 elsewhere (and for linear ties).
-        Call under ``np.errstate(all="ignore")``."""
-        if self.code == LINEAR:
-            x = self._x_linear(mu, strict)
-            inner = (x > self.e0) & (x < self.cap)
-            d = np.where(inner, 1.0 / (-self.lam * (self.a + self.b - mu - self.base)), 0.0)
-            return x, d
-        if strict:
-            full, zero, expo = self.mcap > mu, self.m0 <= mu, self.mflat > mu
-        else:
-            full, zero, expo = self.mcap >= mu, self.m0 < mu, self.mflat >= mu
-        inner = ~full & ~zero & self.live
-        code, a = self.code, self.a
-        ie = inner & expo
-        iflat = inner & ~expo
-        # flat price region: closed form
-        xf = _clip(_flat_x(code, a, np.maximum(mu - self.b + self.pr.iota, 1e-300)), 0.0,
-                     self.e0)
-        x = np.where(full, self.cap, np.where(iflat, xf, 0.0))
-        dm = _fpp(code, a, x)
-        if ie.any():
-            x[ie] = self._exp_solve(ie, mu, guess)
-            xe = x[ie]
-            dm[ie] = _fpp(code, a[ie], xe) - self.lam[ie] * self.K[ie] * np.exp(self.lam[ie] * xe)
-        dx = np.where(inner, 1.0 / dm, 0.0)
-        return x, np.where(np.isfinite(dx), dx, 0.0)
-
     def solve(self, tol: float = 1e-12) -> tuple[np.ndarray, float]:
-        """Exact solution ``(x*, μ*)`` of P3 (spec §3.3)."""
-        with np.errstate(all="ignore"):
-            return self._solve(tol)
-
-    def _solve(self, tol: float) -> tuple[np.ndarray, float]:
-        if not self.live.any() or self.rho <= 0:
-            return np.zeros_like(self.cap), 0.0
-        if self.code == LINEAR:
-            x0, _ = self.x_of(0.0)
-            if x0.sum() <= self.rho * (1 + tol):
-                return self._finish(x0), 0.0
-            return self._solve_linear(tol)
-        # Prices are >= ι, so x(μ) <= the flat-price solution xf(μ) and the flat problem's
-        # multiplier (closed form inside, cheap) is an upper bracket hi; when no unit of the
-        # answer leaves the flat price region (the common case) it is the answer.
-        hi = self._flat_multiplier()
-        if hi <= 0.0:  # Σ x(0) <= Σ xf(0) <= ρ
-            x0, _ = self.x_of(0.0)
-            return self._finish(x0), 0.0
-        x, dx = self.x_of(hi)
-        if abs(x.sum() - self.rho) <= tol * self.rho:
-            return self._finish(x), hi
-        lo = 0.0  # bracket: g(lo) > ρ >= g(hi); g(0) is evaluated only if the model asks
-        zero_checked = False
-        while x.sum() > self.rho * (1 + tol):  # numerical safety only
-            lo, hi = hi, 2.0 * hi + 1e-12
-            x, dx = self.x_of(hi)
-            zero_checked = True
-        mu = hi
-        guess = None
-        for it in range(200):
-            if it:
-                x, dx = self.x_of(mu, guess=guess)
-                if not np.isfinite(x.sum()):  # never expected; retry cold
-                    x, dx = self.x_of(mu)
-            s = x.sum() - self.rho
-            if abs(s) <= tol * self.rho:
-                return self._finish(x), mu
-            if s > 0:
-                lo = mu
-            else:
-                hi = mu
-            mn = self._model_step(mu, x, dx)
-            if not zero_checked and not mn > 0.0:  # the model puts μ* at 0: is it?
-                zero_checked = True
-                x0, _ = self.x_of(0.0)
-                if x0.sum() <= self.rho * (1 + tol):
-                    return self._finish(x0), 0.0
-            if not (lo < mn < hi):
-                mn = 0.5 * (lo + hi)
-            if hi - lo <= 1e-15 * max(1.0, hi):
-                break
-            guess = x + (mn - mu) * dx
-            mu = mn
-        return self._tie_fill(lo, hi), hi
-
-    def _model_step(self, mu: float, x: np.ndarray, dx: np.ndarray) -> float:
-        """Next μ from a piecewise-linear model of every x_r(μ), exact at known points:
-        interior units through ``(μ, x_r)`` with slope ``dx_r``; capped units through
-        ``(m_r(cap), cap)`` and zero units through ``(m_r(0), 0)`` with the slope there (so the
-        model sees units about to enter or leave). Solved exactly by water-filling in ``-μ``."""
-        if self._ends is None:
-            self._ends = (self._inv_slope(np.zeros_like(self.cap)), self._inv_slope(self.cap))
-        s0, scap = self._ends
-        interior = dx < 0
-        atcap = ~interior & (x >= self.cap) & self.live
-        atzero = ~interior & ~atcap & self.live & np.isfinite(self.m0)
-        anchor_mu = np.where(interior, mu, np.where(atcap, self.mcap, self.m0))
-        anchor_x = np.where(atcap, self.cap, np.where(interior, x, 0.0))
-        slope = np.where(interior, dx, np.where(atcap, scap, np.where(atzero, s0, 0.0)))
-        use = slope < 0
-        if not use.any():
-            return math.nan
-        w = -slope[use]  # x = w * (c - μ) clipped to [0, cap] with c = anchor_mu + anchor_x / w
-        c = anchor_mu[use] + anchor_x[use] / w
-        cap = self.cap[use]
-        fixed = float(np.sum(np.where(~use & self.live, x, 0.0)))
-        _, level = _waterfill_level(-c, -c + cap / w, w, self.rho - fixed)
-        return math.nan if level is None else -level
-
-    def _flat_multiplier(self) -> float:
-        """μ >= 0 with Σ clip(xf(μ), 0, cap) = ρ (0 if even μ = 0 gives <= ρ), where xf solves
-        f'(x) + b - ι = μ (every price at ι): an upper bound of μ* (log, sqrt). Starts from
-        the closed form that ignores the clipping and the spread of b, then Newton with a
-        bisection safeguard."""
-        code, a, cap, rho, live = self.code, self.a, self.cap, self.rho, self.live
-        c = self.pr.iota - self.b  # xf(μ) solves f'(x) = μ + c
-        al = a[live]
-        if code == LOG:
-            mu = float(al.sum() / (rho + al.size) - c[live].mean())
-        else:
-            mu = float(math.sqrt(float(al @ al) / (4.0 * rho)) - c[live].mean())
-        mu = max(mu, 0.0)
-        lo, hi = 0.0, math.inf
-        for _ in range(100):
-            xf = _flat_x(code, a, np.maximum(mu + c, 1e-300))
-            xc = _clip(xf, 0.0, cap)
-            s = float(xc[live].sum()) - rho
-            if abs(s) <= 1e-13 * rho:
-                return mu
-            if s > 0:
-                lo = mu
-            else:
-                if mu <= 0.0:
-                    return 0.0
-                hi = mu
-            inner = live & (xf > 0.0) & (xf < cap)
-            deriv = float(np.sum(1.0 / _fpp(code, a[inner], xf[inner])))
-            mn = mu - s / deriv if deriv < 0 else math.nan
-            if not (lo < mn < hi):
-                mn = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * mu + 1.0
-            if math.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, hi):
-                return hi
-            mu = mn
-        return hi if math.isfinite(hi) else mu
+        """Exact solution ``(x*, μ*)`` of P3 (spec §3.3): ``x*`` ``(m,)`` workload units, μ*
+        the multiplier of the workload cap."""
+        return solve_kernel(self.code, self.P, self.rho, float(tol), self.pr.iota,
+                            self.pr.alpha)
 
     def _finish(self, x: np.ndarray) -> np.ndarray:
-        x = _clip(x, 0.0, self.cap)
-        s = x.sum()
-        if s > self.rho:
-            x = x * (self.rho / s)
-        return x
+        """Clip to [0, cap] and scale down to Σ x <= ρ."""
+        return _finish(self.P, np.array(x, dtype=np.float64).reshape(-1), self.rho)
 
     def kkt_residual(self, x: np.ndarray, mu: float) -> float:
         """Largest violation of P3's KKT conditions (spec §3.3 check): interior units have
@@ -409,8 +503,7 @@ class P3:
         at0 = x <= rel
         atc = x >= self.cap - rel
         inner = ~at0 & ~atc
-        with np.errstate(invalid="ignore"):
-            m = self.marginal(np.maximum(x, 1e-300))
+        m = self.marginal(np.maximum(x, 1e-300))
         r = [0.0]
         if inner.any():
             r.append(float(np.max(np.abs(m[inner] - mu))))
@@ -425,19 +518,9 @@ class P3:
         return max(r)
 
 
-def _waterfill_level(start: np.ndarray, end: np.ndarray, weight: np.ndarray,
-                     total: float) -> tuple[np.ndarray, float | None]:
-    """``(x, L)`` with ``x = weight * clip(L - start, 0, end - start)`` summing to ``total``;
-    ``L = None`` when even the full ``weight * (end - start)`` sums to at most ``total``."""
-    room = weight * (end - start)
-    if total <= 0 or room.sum() <= total:
-        return room, None
-    bps = np.sort(np.concatenate([start, end]))
-    g = (weight * _clip(bps[:, None] - start, 0.0, end - start)).sum(axis=1)
-    j = min(max(int(np.searchsorted(g, total)), 1), bps.size - 1)
-    l0, l1, g0, g1 = bps[j - 1], bps[j], g[j - 1], g[j]
-    level = float(l0 + (total - g0) / (g1 - g0) * (l1 - l0)) if g1 > g0 else float(l1)
-    return weight * _clip(level - start, 0.0, end - start), level
+def _vec(x: np.ndarray, m: int) -> np.ndarray:
+    """``x`` as a contiguous float64 ``(m,)`` array (scalars broadcast)."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (m,)))
 
 
 def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float = 0.99,
@@ -452,8 +535,8 @@ def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float 
     eta_k, eps_k = 1.0 / sig, 1.0 / sig**theta1
 
     def grad(x: np.ndarray, sig: float) -> np.ndarray:
-        xc = _clip(x, 0.0, p.cap)
-        g = p.price(xc) - _fp(p.code, p.a, np.maximum(x, 1e-8)) - p.b
+        xc = np.clip(x, 0.0, p.cap)
+        g = p.price(xc) - utility_derivative(p.code, p.a, np.maximum(x, 1e-8)) - p.b
         g = g + max(mu + sig * (x.sum() - p.rho), 0.0)
         g = g + np.maximum(y + sig * (x - p.cap), 0.0) - np.maximum(z - sig * x, 0.0)
         return g
@@ -481,7 +564,7 @@ def solve_alm(p: P3, sigma0: float = 0.97, growth: float = 1.002, theta1: float 
         else:
             sig *= growth
             eta_k, eps_k = 1.0 / sig, 1.0 / sig**theta1
-    return p._finish(_clip(x, 0.0, p.cap))
+    return p._finish(np.clip(x, 0.0, p.cap))
 
 
 def solve_p3_cvxpy(p: P3, solver: str = "CLARABEL") -> np.ndarray:
@@ -572,4 +655,5 @@ class OnSocMax(Agent):
         return job.encode(self.decide(job))
 
 
-__all__ = ["OnSocMax", "P3", "SOLVERS", "p3_from_job", "solve_alm", "solve_p3_cvxpy"]
+__all__ = ["OnSocMax", "P3", "SOLVERS", "p3_from_job", "solve_alm", "solve_kernel",
+           "solve_p3_cvxpy"]

@@ -23,37 +23,44 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
-from schedgym.envs.deadline_welfare.dynamics import ObservedJob, observed_job, utility
+from schedgym.core.waterfill import waterfill
+from schedgym.envs.deadline_welfare.dynamics import ObservedJob, f_value, observed_job
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 
-def waterfill(start: np.ndarray, end: np.ndarray, weight: np.ndarray,
-              total: float) -> np.ndarray:
-    """Amounts ``weight_r * clip(L - start_r, 0, end_r - start_r)`` with the level ``L`` chosen
-    so they sum to ``total`` (all of ``weight * (end - start)`` if that is smaller). Exact:
-    the sum is piecewise linear in ``L``; it is evaluated at every breakpoint and interpolated.
-    """
-    start = np.asarray(start, dtype=np.float64)
-    end = np.maximum(np.asarray(end, dtype=np.float64), start)
-    weight = np.asarray(weight, dtype=np.float64)
-    room = weight * (end - start)
-    if room.sum() <= total:
-        return room
-    if total <= 0:
-        return np.zeros_like(room)
-    bps = np.unique(np.concatenate([start, end]))
-    g = (weight * np.clip(bps[:, None] - start, 0.0, end - start)).sum(axis=1)
-    j = int(np.searchsorted(g, total))  # g non-decreasing; g[j-1] < total <= g[j]
-    j = min(max(j, 1), bps.size - 1)
-    l0, l1, g0, g1 = bps[j - 1], bps[j], g[j - 1], g[j]
-    level = l0 + (total - g0) / (g1 - g0) * (l1 - l0) if g1 > g0 else l1
-    x = weight * np.clip(level - start, 0.0, end - start)
-    s = x.sum()
-    return x * (total / s) if s > total else x
+@numba.njit(cache=True)
+def greedy_fill(code: int, coef: np.ndarray, b: np.ndarray, lim: np.ndarray, total: float,
+                key: np.ndarray) -> np.ndarray:
+    """MAX-FIRST's greedy rule, compiled: while ``total`` is left and entries are available,
+    give the available entry with the largest myopic welfare ``f(u) + b u`` of its next piece
+    ``u = min(lim_r, total left)`` all of ``u`` (ties: smallest ``key``). Arrays ``(m,)``;
+    returns the amounts ``(m,)``."""
+    m = lim.size
+    x = np.zeros(m)
+    avail = np.empty(m, dtype=np.bool_)
+    for r in range(m):
+        avail[r] = lim[r] > 1e-12
+    rem = total
+    while rem > 1e-12:
+        best = -1
+        hb = -np.inf
+        for r in range(m):
+            if avail[r]:
+                u = min(lim[r], rem)
+                h = f_value(code, coef[r], u) + b[r] * u
+                if best < 0 or h > hb or (h == hb and key[r] < key[best]):
+                    best, hb = r, h
+        if best < 0:
+            break
+        x[best] = min(lim[best], rem)
+        rem -= x[best]
+        avail[best] = False
+    return x
 
 
 class _MeshBaseline(Agent):
@@ -77,22 +84,9 @@ class MaxFirst(_MeshBaseline):
 
     def decide(self, job: ObservedJob) -> np.ndarray:
         T = self.instance.horizon
-        cap = job.remaining
-        b = job.weight / job.capacity
         order_key = (job.units % T) * self.instance.n_instances + job.units // T  # (t, k)
-        x = np.zeros(cap.size)
-        avail = cap > 1e-12
-        rem = job.workload
-        while rem > 1e-12 and avail.any():
-            u = np.minimum(cap, rem)
-            h = utility(job.family, job.coef, u) + b * u
-            h = np.where(avail, h, -np.inf)
-            best = np.flatnonzero(h == h.max())
-            r = best[np.argmin(order_key[best])]
-            x[r] = u[r]
-            rem -= u[r]
-            avail[r] = False
-        return x
+        return greedy_fill(job.family, job.coef, job.weight / job.capacity, job.remaining,
+                           job.workload, order_key)
 
 
 class EqualShare(_MeshBaseline):
@@ -154,17 +148,9 @@ def simulate_slot_policy(inst: DeadlineWelfareInstance, jobs: Jobs, rule: str) -
             if rule == "equal-share":
                 got = waterfill(np.zeros_like(lim), lim, np.ones_like(lim), c)
             else:
-                got = np.zeros_like(lim)
-                left = np.ones(act.size, dtype=bool)
-                while c > 1e-12 and left.any():
-                    u = np.minimum(lim, c)
-                    h = utility(inst.family_code, jobs.coef[act, r, t], u) + \
-                        jobs.weight[act, r, t] * u / inst.capacity[r, t]
-                    h = np.where(left, h, -np.inf)
-                    i = int(np.argmax(h))
-                    got[i] = u[i]
-                    c -= u[i]
-                    left[i] = False
+                got = greedy_fill(inst.family_code, jobs.coef[act, r, t],
+                                  jobs.weight[act, r, t] / inst.capacity[r, t], lim, c,
+                                  np.arange(act.size))
             X[act, r, t] = got
             rem[act] -= got
     return X

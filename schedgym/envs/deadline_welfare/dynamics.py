@@ -12,8 +12,10 @@ Social welfare (spec §1.7, the objective of P1)::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from schedgym.envs.deadline_welfare.types import (
@@ -27,40 +29,106 @@ LINEAR, LOG, SQRT = (FAMILY_CODES[k] for k in ("linear", "log", "sqrt"))
 FEASIBILITY_TOL = 1e-7
 
 
+# ---------------------------------------------------------------- compiled scalar formulas
+# The one implementation of f, f' and f'' (and of the repair and the job's welfare below): the
+# numpy-facing functions, the env, the vector env, OnSocMax's solver and the baselines all call
+# these. numba's on-disk cache does not track callees in other modules: after editing a kernel
+# here, clear the ``__pycache__`` folders of its callers (agents/onsocmax.py,
+# agents/baselines/deadline_welfare.py, vector.py) or set NUMBA_CACHE_DIR to a fresh folder.
+
+
+@numba.njit(cache=True, error_model="numpy")
+def f_value(code: int, a: float, x: float) -> float:
+    """``f(x)`` of one unit: ``a x`` (code 0), ``a ln(1+x)`` (1), ``a sqrt(x)`` (2); x < 0 -> 0."""
+    x = max(x, 0.0)
+    if code == 0:
+        return a * x
+    if code == 1:
+        return a * math.log1p(x)
+    return a * math.sqrt(x)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def f_prime(code: int, a: float, x: float) -> float:
+    """``f'(x)`` of one unit (``+inf`` at 0 for sqrt; x < 0 is taken as 0)."""
+    x = max(x, 0.0)
+    if code == 0:
+        return a
+    if code == 1:
+        return a / (1.0 + x)
+    return a / (2.0 * math.sqrt(x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def f_second(code: int, a: float, x: float) -> float:
+    """``f''(x)`` of one unit (``-inf`` at 0 for sqrt)."""
+    if code == 0:
+        return 0.0
+    if code == 1:
+        return -a / ((1.0 + x) * (1.0 + x))
+    return -a / (4.0 * x * math.sqrt(x))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _map_f(code: int, deriv: int, a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    out = np.empty(x.size)
+    for i in range(x.size):
+        out[i] = f_prime(code, a[i], x[i]) if deriv else f_value(code, a[i], x[i])
+    return out
+
+
+def _check_code(code: int) -> None:
+    if code not in (LINEAR, LOG, SQRT):
+        raise ValueError(f"code={code!r} is invalid: must be 0 (linear), 1 (log) or 2 (sqrt)")
+
+
+def _map(code: int, deriv: int, coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    _check_code(code)
+    a, xb = np.broadcast_arrays(np.asarray(coef, dtype=np.float64),
+                                np.asarray(x, dtype=np.float64))
+    out = _map_f(int(code), deriv, np.ascontiguousarray(a).reshape(-1),
+                 np.ascontiguousarray(xb).reshape(-1))
+    return out.reshape(xb.shape)
+
+
 def utility(code: int, coef: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Job utility ``f(x)`` elementwise: ``a x``, ``a ln(1+x)`` or ``a sqrt(x)`` (x >= 0)."""
-    x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    if code == LINEAR:
-        return coef * x
-    if code == LOG:
-        return coef * np.log1p(x)
-    if code == SQRT:
-        return coef * np.sqrt(x)
-    raise ValueError(f"code={code!r} is invalid: must be 0 (linear), 1 (log) or 2 (sqrt)")
+    """Job utility ``f(x)`` elementwise: ``a x``, ``a ln(1+x)`` or ``a sqrt(x)`` (x >= 0);
+    ``coef`` and ``x`` broadcast, float64 result of their broadcast shape."""
+    return _map(code, 0, coef, x)
 
 
 def utility_derivative(code: int, coef: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``f'(x)`` elementwise (``+inf`` at 0 for sqrt)."""
-    x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-    if code == LINEAR:
-        return coef + 0.0 * x
-    if code == LOG:
-        return coef / (1.0 + x)
-    if code == SQRT:
-        with np.errstate(divide="ignore"):
-            return coef / (2.0 * np.sqrt(x))
-    raise ValueError(f"code={code!r} is invalid: must be 0 (linear), 1 (log) or 2 (sqrt)")
+    """``f'(x)`` elementwise (``+inf`` at 0 for sqrt); shapes as :func:`utility`."""
+    return _map(code, 1, coef, x)
+
+
+@numba.njit(cache=True)
+def welfare_kernel(code: int, x: np.ndarray, mask: np.ndarray, coef: np.ndarray,
+                   weight: np.ndarray, capacity: np.ndarray) -> tuple[float, float]:
+    """``(Σ_{r in mask} f_r(x_r), Σ_{r in mask} β_r x_r / C_r)`` over flat unit arrays ``(U,)``."""
+    fj = 0.0
+    fc = 0.0
+    for r in range(x.size):
+        if mask[r]:
+            fj += f_value(code, coef[r], x[r])
+            fc += weight[r] * x[r] / capacity[r]
+    return fj, fc
 
 
 def job_welfare(inst: DeadlineWelfareInstance, jobs: Jobs, n: int,
                 x: np.ndarray) -> tuple[float, float]:
     """``(sum_r f_nr(x_r), sum_r beta_nr x_r / C_r)`` of job ``n`` given ``x`` (R, T); units
     outside ℛ_n count as zero."""
-    m = jobs.mask[n]
-    xm = np.where(m, x, 0.0)
-    f = utility(inst.family_code, jobs.coef[n], xm)
-    g = jobs.weight[n] * xm / inst.capacity
-    return float(f[m].sum()), float(g[m].sum())
+    return welfare_kernel(inst.family_code, _flat(x), _flat(jobs.mask[n]),
+                          _flat(jobs.coef[n]), _flat(jobs.weight[n]), _flat(inst.capacity))
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous 1-D array (a view when it already is one)."""
+    a = np.asarray(a)
+    if a.dtype != np.bool_:
+        a = a.astype(np.float64, copy=False)
+    return np.ascontiguousarray(a).reshape(-1)
 
 
 def social_welfare(inst: DeadlineWelfareInstance, jobs: Jobs,
@@ -110,6 +178,30 @@ class Repair:
         return self.capacity_l1 + self.workload_l1
 
 
+@numba.njit(cache=True)
+def repair_kernel(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
+                  workload: float) -> tuple[np.ndarray, float, float]:
+    """:func:`repair` on flat arrays ``(U,)``: ``(dispatch, capacity_l1, workload_l1)``."""
+    U = proposal.size
+    y = np.empty(U)
+    cap_l1 = 0.0
+    total = 0.0
+    for r in range(U):
+        x = min(max(proposal[r], 0.0), upper[r])
+        v = min(x, max(remaining[r], 0.0))
+        cap_l1 += x - v
+        total += v
+        y[r] = v
+    wl_l1 = 0.0
+    if total > workload:
+        scale = workload / total
+        for r in range(U):
+            z = y[r] * scale
+            wl_l1 += y[r] - z
+            y[r] = z
+    return y, cap_l1, wl_l1
+
+
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
            workload: float) -> Repair:
     """The documented repair rule, in order (all arrays ``(R, T)``, workload units):
@@ -119,16 +211,11 @@ def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
     2. remaining unit capacity: clip to ``max(0, C_r - ω_r)``;
     3. job workload: if ``sum > ρ_n``, multiply everything by ``ρ_n / sum``.
     """
-    x = np.clip(np.asarray(proposal, dtype=np.float64), 0.0, upper)
-    y = np.minimum(x, np.maximum(remaining, 0.0))
-    cap_l1 = float((x - y).sum())
-    total = float(y.sum())
-    wl_l1 = 0.0
-    if total > workload:
-        z = y * (workload / total)
-        wl_l1 = float((y - z).sum())
-        y = z
-    return Repair(y, cap_l1, wl_l1)
+    p = np.asarray(proposal, dtype=np.float64)
+    up, rem = np.broadcast_arrays(np.asarray(upper, dtype=np.float64),
+                                  np.asarray(remaining, dtype=np.float64))
+    y, cap_l1, wl_l1 = repair_kernel(_flat(p), _flat(up), _flat(rem), float(workload))
+    return Repair(y.reshape(p.shape), cap_l1, wl_l1)
 
 
 def marginal_bounds(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[float, float]:
