@@ -1,35 +1,48 @@
 """``schedgym compare``: agents head to head on common random numbers.
 
-Every agent plays the same episodes: one per seed, each ``reset(seed=s)`` on an env built with the
-same ``instance_seed`` (so the same instance and the same pre-drawn arrivals). Episodes run in
-parallel worker processes. Prints a table (mean ± 95% CI over seeds), and writes
-``episodes.csv`` (one row per agent and seed), ``summary.csv``, ``summary.json`` and
-``curves.npz`` (cumulative reward per step) into ``--out``, with ``compare.png``/``compare.svg``
-beside them (cumulative reward vs time with 95% bands, and the ratio to the best classical agent,
-or to ``--reference`` when given; ``--no-plots`` skips them).
+Every agent plays the same episodes: one per (instance seed, seed), each ``reset(seed=s)`` on an
+env built with ``instance_seed=i`` (the same instance and the same pre-drawn arrivals for every
+agent). Each agent plays in its own mode: a learned agent ``ppo:path/model.zip`` in the env built
+with the mode kwargs (``action_mode``, ``instance_features``, ``arrivals``) of the ``run.json``
+beside the model, classical agents in the default mode; the world (scenario, overrides, seeds)
+is the run's for all. Episodes run in parallel worker processes (``--workers``) or as Ray tasks
+(``--ray [ADDRESS]``), with the same records either way.
 
-Learned agents (``ppo:path/model.zip``) play next to classical ones on the same seeds.
+Nothing finished is lost. The run folder (``--out``, default
+``results/compare/<env>-<scenario>-<overrides>-<hash>``) is created before the first episode
+(an existing one is refused unless ``--resume`` or ``--overwrite``; an unwritable one stops the
+command at once) and every finished episode is appended to its ``episodes.jsonl`` the moment it
+ends. Ctrl-C stops within a second or two and prints the resume command; ``--resume RUN_DIR``
+runs only the missing episodes. A failing episode is recorded with its error, the others go on,
+and the command exits with status 1 and a summary. ``schedgym report RUN_DIR`` rebuilds the
+table, ``episodes.csv``, ``summary.csv``, ``summary.json``, ``curves.npz`` and the plots
+``compare.png``/``compare.svg`` from the store at any time (the command does so at its end).
+
+The table fits the terminal (key columns; every column is in ``summary.csv``). Ratios are
+agent / reference: to the best classical agent (or ``--reference``) and to the env's ceiling
+(``myopic-opt`` when in the run on GainOverhead, the oracle on FluctuatingSpeed, the offline OPT
+on DeadlineWelfare); with several instance seeds the spread of the per-instance means is shown.
+
 ``--tensorboard runs/`` also writes every agent's ``schedgym/*`` tags (the same tags as
-``schedgym train``) to ``runs/<Env-vN>/<agent>/``, so ``tensorboard --logdir runs/`` shows them
-beside the training curves. ``--record`` saves an image strip and a GIF of each agent's first
+``schedgym train``) to ``runs/<Env-vN>/<agent>/`` (a new numbered folder beside any existing
+run, never deleting one). ``--record`` saves an image strip and a GIF of each agent's first
 episode (``render_mode="rgb_array"``) into ``<out>/record/``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
 from schedgym.train.runner import EpisodeResult, build_agent, make_env, parse_value, run_episode
-from schedgym.train.stats import fmt_ci, mean_ci, parse_seeds
+from schedgym.train.stats import parse_seeds
+from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
@@ -43,37 +56,61 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _episode_job(env_id: str, scenario: str | None, instance_seed: int, overrides: dict,
-                 spec: str, seed: int, queue: Any = None,
-                 record_steps: bool = False) -> EpisodeResult:
+def learned_env_kwargs(spec: str) -> dict[str, Any]:
+    """The mode kwargs a learned agent ``ALGO:path/model.zip`` was trained with: the
+    :data:`~schedgym.train.backend.PLAY_KEYS` of the ``env_kwargs`` in the ``run.json`` beside
+    the model ({} for a classical agent or a model without ``run.json``)."""
     from schedgym.train.plots import is_learned
 
-    if is_learned(spec):
-        import torch
+    if not is_learned(spec):
+        return {}
+    path = Path(spec.split(":", 1)[1])
+    meta_path = path.parent / "run.json"
+    if not meta_path.is_file():
+        return {}
+    try:
+        env_kw = json.loads(meta_path.read_text()).get("env_kwargs") or {}
+    except (json.JSONDecodeError, AttributeError) as exc:
+        raise ValueError(f"agent={spec!r} is invalid: {meta_path} is not a run.json ({exc})"
+                         ) from None
+    return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
 
-        torch.set_num_threads(1)  # one small network per worker process
+
+def check_agents(specs: list[str]) -> None:
+    """Duplicate agent specs are an error (they would be pooled into one row)."""
+    seen: set[str] = set()
+    for spec in specs:
+        if spec in seen:
+            raise ValueError(f"agents={','.join(specs)!r} is invalid: {spec!r} is given twice; "
+                             "give each agent once (options make distinct agents, e.g. "
+                             "ogasched,ogasched[timing=lookahead])")
+        seen.add(spec)
+
+
+def validate(env_id: str, scenario: str | None, instance_seed: int, overrides: dict[str, Any],
+             specs: list[str], play: dict[str, dict[str, Any]]) -> None:
+    """Fail fast, in this process, on a bad env id, scenario, override or agent (each agent
+    built once, in its own mode, on the first instance)."""
+    check_agents(specs)
     env = make_env(env_id, scenario, instance_seed, overrides)
-    agent = build_agent(spec, env)
-    prog = (lambda n: queue.put(n)) if queue is not None else None
-    rec = None
-    if record_steps:
-        from schedgym.train.tensorboard import StepRecorder, metric_spec
-
-        rec = StepRecorder(metric_spec(env))
-    res = run_episode(env, agent, seed, label=spec, progress=prog, step_callback=rec)
-    if rec is not None:
-        res.extra["steps"] = rec.steps
     env.close()
-    return res
+    for spec in specs:
+        env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
+        build_agent(spec, env)
+        env.close()
 
 
-def _benchmark_job(env_id: str, scenario: str | None, instance_seed: int, overrides: dict,
-                   seed: int) -> tuple[int, dict[str, float]]:
-    from schedgym import offline
-
-    env = make_env(env_id, scenario, instance_seed, overrides)
-    env.reset(seed=seed)
-    return seed, offline.episode_benchmarks(env)
+def compare_meta(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,
+                 instance_seeds: list[int] | None = None,
+                 overrides: dict[str, Any] | None = None, benchmarks: bool = True,
+                 reference: str | None = None, record_steps: bool = False) -> dict[str, Any]:
+    """The run description of a compare (``meta.json``; see :mod:`schedgym.train.sweep`)."""
+    return {"command": "compare", "env_id": env_id, "scenario": scenario,
+            "overrides": dict(overrides or {}), "agents": list(specs),
+            "agent_env_kwargs": {s: kw for s in specs if (kw := learned_env_kwargs(s))},
+            "seeds": list(seeds), "instance_seeds": list(instance_seeds or [0]),
+            "benchmarks": benchmarks, "reference": reference, "record_steps": record_steps,
+            "settings": [{"name": "", "overrides": dict(overrides or {})}]}
 
 
 def run_compare(
@@ -81,163 +118,49 @@ def run_compare(
     agent_specs: list[str],
     seeds: list[int],
     scenario: str | None = None,
-    instance_seed: int = 0,
+    instance_seed: int | list[int] = 0,
     overrides: dict[str, Any] | None = None,
     workers: int | None = None,
     benchmarks: bool = True,
     show_progress: bool = True,
     record_steps: bool = False,
-) -> tuple[list[EpisodeResult], dict[int, dict[str, float]]]:
-    """Run every (agent, seed) episode; returns the results and the offline benchmark values.
+    ray: str | None = None,
+) -> tuple[list[EpisodeResult], dict[tuple[int, int], dict[str, float]]]:
+    """Run every (agent, instance seed, seed) episode in memory (no run folder; the command
+    line uses a store instead). Returns the results and the offline benchmark values keyed by
+    ``(instance_seed, seed)``. A failing episode raises ``RuntimeError`` naming it."""
+    from schedgym.train.sweep import plan
 
-    ``record_steps``: keep every step's reward and scalar info in ``result.extra["steps"]``
-    (for :func:`schedgym.train.tensorboard.log_classical`)."""
-    overrides = dict(overrides or {})
-    # Fail fast, in this process, on a bad env id, scenario, override or agent name.
-    env = make_env(env_id, scenario, instance_seed, overrides)
-    horizon = int(getattr(env.unwrapped, "horizon", 0) or 0)
-    for spec in agent_specs:
-        build_agent(spec, env)
-    env.close()
-    jobs = [(spec, s) for s in seeds for spec in agent_specs]
-    workers = workers or min(os.cpu_count() or 1, len(jobs))
+    inst = [instance_seed] if isinstance(instance_seed, int) else list(instance_seed)
+    meta = compare_meta(env_id, agent_specs, seeds, scenario, inst, overrides, benchmarks,
+                        record_steps=record_steps)
+    validate(env_id, scenario, inst[0], dict(overrides or {}), agent_specs,
+             meta["agent_env_kwargs"])
     results: list[EpisodeResult] = []
-    bench: dict[int, dict[str, float]] = {}
-    total = len(jobs) * horizon if horizon else len(jobs)
-    bar = _progress(total, show_progress, f"{env_id.split('/')[-1]}: {len(agent_specs)} agents "
-                    f"x {len(seeds)} seeds")
-    if workers <= 1:
-        for spec, s in jobs:
-            r = _episode_job(env_id, scenario, instance_seed, overrides, spec, s, None,
-                             record_steps)
-            results.append(r)
-            bar.update(r.steps if horizon else 1)
-        if benchmarks:
-            for s in seeds:
-                bench[s] = _benchmark_job(env_id, scenario, instance_seed, overrides, s)[1]
-    else:
-        import multiprocessing as mp
+    bench: dict[tuple[int, int], dict[str, float]] = {}
 
-        ctx = mp.get_context("spawn")
-        manager = ctx.Manager()
-        queue = manager.Queue() if horizon else None
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futs = {pool.submit(_episode_job, env_id, scenario, instance_seed, overrides, spec,
-                                s, queue, record_steps): "episode" for spec, s in jobs}
-            if benchmarks:
-                for s in seeds:
-                    futs[pool.submit(_benchmark_job, env_id, scenario, instance_seed, overrides,
-                                     s)] = "bench"
-            pending = set(futs)
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                while queue is not None and not queue.empty():
-                    bar.update(queue.get())
-                for f in done:
-                    out = f.result()
-                    if futs[f] == "episode":
-                        results.append(out)
-                        if not horizon:
-                            bar.update(1)
-                    else:
-                        bench[out[0]] = out[1]
-        manager.shutdown()
-    bar.close()
+    def on_done(task: EpisodeTask, res: Any, exc: BaseException | None) -> None:
+        rec: dict[str, Any] = (res["record"] if exc is None
+                               else {"status": "error", "error": str(exc)})
+        if rec["status"] != "ok":
+            raise RuntimeError(f"{task.agent} instance_seed={task.instance_seed} "
+                               f"seed={task.seed}: {rec['error']}")
+        if task.agent == BENCHMARK:
+            bench[(task.instance_seed, task.seed)] = rec["metrics"]
+            return
+        r = EpisodeResult(task.agent, task.seed, rec["steps"], rec["metrics"], res["curve"],
+                          rec["decision_ms"] / 1e3, rec["wall_s"],
+                          instance_seed=task.instance_seed)
+        if res.get("steps") is not None:
+            cols = res["steps"]
+            n = len(next(iter(cols.values()))) if cols else 0
+            r.extra["steps"] = [{k: float(v[i]) for k, v in cols.items()} for i in range(n)]
+        results.append(r)
+
+    run_calls(execute, plan(meta), on_done, workers, ray)
     order = {spec: i for i, spec in enumerate(agent_specs)}
-    results.sort(key=lambda r: (order[r.agent], r.seed))
+    results.sort(key=lambda r: (order[r.agent], r.instance_seed, r.seed))
     return results, bench
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, show: bool, desc: str):
-    if not show:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="step", smoothing=0.1, mininterval=1.0)
-
-
-def summarise(results: list[EpisodeResult], bench: dict[int, dict[str, float]],
-              reference: str | None) -> list[dict[str, Any]]:
-    """One row per agent: mean, CI half-width for every metric, ratio to the reference agent,
-    and gap/ratio to each offline benchmark."""
-    agents_ = list(dict.fromkeys(r.agent for r in results))
-    ref = reference or agents_[0]
-    by = {(r.agent, r.seed): r for r in results}
-    rows = []
-    for a in agents_:
-        rs = [r for r in results if r.agent == a]
-        row: dict[str, Any] = {"agent": a, "episodes": len(rs)}
-        for m in rs[0].metrics:
-            row[m], row[m + "_ci"] = mean_ci([r.metrics[m] for r in rs])
-        ratios = [r.metrics["reward"] / by[(ref, r.seed)].metrics["reward"]
-                  for r in rs if (ref, r.seed) in by and by[(ref, r.seed)].metrics["reward"] != 0]
-        row[f"ratio_to_{ref}"], row[f"ratio_to_{ref}_ci"] = mean_ci(ratios)
-        for name in sorted({k for b in bench.values() for k in b}):
-            gaps = [bench[r.seed][name] - r.metrics["reward"] for r in rs if name in bench.get(
-                r.seed, {})]
-            rat = [bench[r.seed][name] / r.metrics["reward"] for r in rs
-                   if name in bench.get(r.seed, {}) and r.metrics["reward"] > 0]
-            row[f"{name}_gap"], row[f"{name}_gap_ci"] = mean_ci(gaps)
-            row[f"{name}_ratio"], row[f"{name}_ratio_ci"] = mean_ci(rat)
-        row["decision_ms"] = 1e3 * float(np.mean([r.decision_time for r in rs]))
-        rows.append(row)
-    return rows
-
-
-def print_table(rows: list[dict[str, Any]], env_id: str, title_extra: str = "") -> None:
-    """Render the summary as a rich table on stdout."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    skip = {"agent", "episodes", "decision_ms"}
-    cols = [k for k in rows[0] if not k.endswith("_ci") and k not in skip]
-    # cumulative reward first, then the average, then the rest in their order.
-    head = ["reward", "avg_reward"]
-    cols = head + [c for c in cols if c not in head]
-    names = {"reward": "cum. reward", "avg_reward": "avg reward/step"}
-    table = Table(title=f"{env_id} {title_extra}".strip(), show_lines=False)
-    table.add_column("agent", style="bold")
-    for c in cols:
-        table.add_column(names.get(c, c.replace("_", " ")), justify="right")
-    table.add_column("ms/decision", justify="right")
-    for row in rows:
-        table.add_row(escape(row["agent"]), *[fmt_ci(row[c], row.get(c + "_ci", float("nan")))
-                                      for c in cols], f"{row['decision_ms']:.3f}")
-    Console(width=max(160, 24 * (len(cols) + 2))).print(table)
-    print(f"mean ± 95% CI over {rows[0]['episodes']} seeds (Student t); ratio_to_X = "
-          "per-seed ratio of cumulative rewards; *_gap = offline benchmark - cumulative reward.")
-
-
-def write_outputs(out: Path, results: list[EpisodeResult], rows: list[dict[str, Any]],
-                  bench: dict[int, dict[str, float]], meta: dict[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    metric_names = list(results[0].metrics)
-    bench_names = sorted({k for b in bench.values() for k in b})
-    with open(out / "episodes.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["agent", "seed", "steps", *metric_names, *bench_names, "decision_ms",
-                    "wall_s"])
-        for r in results:
-            w.writerow([r.agent, r.seed, r.steps, *[r.metrics[m] for m in metric_names],
-                        *[bench.get(r.seed, {}).get(b, "") for b in bench_names],
-                        1e3 * r.decision_time, r.wall_time])
-    with open(out / "summary.csv", "w", newline="") as fh:
-        keys = list(rows[0])
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": rows,
-                                                  "benchmarks": bench}, indent=2, default=str))
-    np.savez_compressed(out / "curves.npz", **{f"{r.agent}|{r.seed}": r.curve for r in results})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -247,8 +170,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("env_id", help="e.g. schedgym/GainOverhead-v0")
-    p.add_argument("--agents", required=True,
+    p.add_argument("env_id", nargs="?", default=None,
+                   help="e.g. schedgym/GainOverhead-v0 (omit with --resume)")
+    p.add_argument("--agents", default=None,
                    help="comma-separated agents: a name, name[key=value,...] for options, or "
                    "ALGO:path.zip for a saved SB3 model, e.g. "
                    "ogasched,ogasched[timing=lookahead],fairness,ppo:runs/model.zip")
@@ -256,17 +180,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--episodes", type=int, default=None,
                    help="number of episodes = seeds 0..N-1 (alternative to --seeds)")
     p.add_argument("--scenario", default=None, help="scenario name (default: the paper default)")
-    p.add_argument("--instance-seed", type=int, default=0, help="seed of the instance (default 0)")
+    p.add_argument("--instance-seed", type=int, default=None,
+                   help="seed of the instance (default 0)")
+    p.add_argument("--instance-seeds", default=None,
+                   help="several instances, e.g. 1000-1009: every agent plays every seed on "
+                   "each; the table aggregates over all and shows the spread over instances")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
                    help="override a scenario parameter, e.g. --set horizon=500 (repeatable)")
     p.add_argument("--reference", default=None,
-                   help="agent the ratios are taken to (default: the first of --agents)")
+                   help="agent the agent/reference ratios are taken to (default: the best "
+                   "classical agent)")
     p.add_argument("--workers", type=int, default=None,
                    help="parallel worker processes (default: number of CPUs)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
+                   "HOST:PORT joins a cluster started with 'ray start --head'")
     p.add_argument("--no-benchmarks", action="store_true",
                    help="skip the offline benchmark (hindsight optimum / oracle / OPT)")
     p.add_argument("--out", default=None,
-                   help="output folder (default results/compare/<env>-<scenario>)")
+                   help="run folder (default results/compare/<env>-<scenario>-<overrides>-"
+                   "<hash>); refused if it exists, unless --overwrite")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="finish an interrupted run: only its missing episodes are played")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run folder if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
                    help="write compare.png/.svg beside the CSV (default on; --no-plots)")
@@ -301,56 +238,107 @@ def split_agents(text: str) -> list[str]:
     return specs
 
 
-def main(args: argparse.Namespace) -> int:
-    specs = split_agents(args.agents)
+def _seeds(args: argparse.Namespace) -> list[int]:
     if args.seeds is not None and args.episodes is not None:
         raise ValueError("give either --seeds or --episodes, not both")
     if args.episodes is not None:
         if args.episodes < 1:
             raise ValueError(f"episodes={args.episodes} is invalid: must be >= 1")
-        seeds = list(range(args.episodes))
-    else:
-        seeds = parse_seeds(args.seeds or "0-2")
-    overrides = parse_overrides(args.overrides)
-    t0 = time.perf_counter()
-    tb = getattr(args, "tensorboard", None)
-    results, bench = run_compare(args.env_id, specs, seeds, args.scenario, args.instance_seed,
-                                 overrides, args.workers, not args.no_benchmarks, not args.quiet,
-                                 record_steps=tb is not None)
-    rows = summarise(results, bench, args.reference)
-    scen = args.scenario or "paper-default"
-    print_table(rows, args.env_id, f"[{scen}, instance_seed={args.instance_seed}"
-                + "".join(f", {k}={v}" for k, v in overrides.items()) + "]")
-    out = Path(args.out or f"results/compare/{args.env_id.split('/')[-1]}-{scen}")
-    meta = {"env_id": args.env_id, "scenario": scen, "instance_seed": args.instance_seed,
-            "overrides": overrides, "agents": specs, "seeds": seeds,
-            "wall_s": time.perf_counter() - t0}
-    write_outputs(out, results, rows, bench, meta)
-    print(f"wrote {out}/episodes.csv, summary.csv, summary.json, curves.npz "
-          f"({time.perf_counter() - t0:.1f} s)")
-    if getattr(args, "plots", True):
-        from schedgym.train.plots import curves_from_results, plot_curves
+        return list(range(args.episodes))
+    return parse_seeds(args.seeds or "0-2")
 
-        paths = plot_curves(curves_from_results(results), out, f"{args.env_id} [{scen}, "
-                            f"instance_seed={args.instance_seed}]", reference=args.reference)
-        print("wrote " + ", ".join(str(p) for p in paths))
-    if tb is not None:
-        for d in write_tensorboard(tb, args.env_id, results, args.scenario, args.instance_seed,
-                                   overrides, getattr(args, "log_every", 1000)):
+
+def _instance_seeds(args: argparse.Namespace) -> list[int]:
+    if args.instance_seed is not None and args.instance_seeds is not None:
+        raise ValueError("give either --instance-seed or --instance-seeds, not both")
+    if args.instance_seeds is not None:
+        return parse_seeds(args.instance_seeds)
+    return [args.instance_seed or 0]
+
+
+def open_store(args: argparse.Namespace) -> RunStore:
+    """The run folder of this invocation: the resumed one, or a new one (validated first)."""
+    if args.resume:
+        if args.overwrite:
+            raise ValueError("give either --resume or --overwrite, not both")
+        store = RunStore.open(args.resume)
+        if args.env_id is not None and args.env_id != store.meta["env_id"]:
+            store.close()
+            raise ValueError(f"env_id={args.env_id!r} is invalid with --resume "
+                             f"{args.resume}: that run is of {store.meta['env_id']!r}")
+        return store
+    if args.env_id is None or args.agents is None:
+        raise ValueError("give ENV_ID and --agents (or --resume RUN_DIR)")
+    specs = split_agents(args.agents)
+    overrides = parse_overrides(args.overrides)
+    inst = _instance_seeds(args)
+    meta = compare_meta(args.env_id, specs, _seeds(args), args.scenario, inst, overrides,
+                        not args.no_benchmarks, args.reference,
+                        record_steps=args.tensorboard is not None)
+    validate(args.env_id, args.scenario, inst[0], overrides, specs, meta["agent_env_kwargs"])
+    if args.reference is not None and args.reference not in specs:
+        raise ValueError(f"reference={args.reference!r} is invalid: must be one of {specs}")
+    out = args.out or str(Path("results/compare") / run_folder_name(
+        args.env_id, args.scenario, overrides, {k: v for k, v in meta.items()}))
+    return RunStore.create(out, meta, overwrite=args.overwrite)
+
+
+def main(args: argparse.Namespace) -> int:
+    from schedgym.train.report import report_compare
+    from schedgym.train.sweep import finish_message, plan, run_sweep
+
+    t0 = time.perf_counter()
+    store = open_store(args)
+    meta = store.meta
+    try:
+        print(f"run folder: {store.path}")
+        outcome = run_sweep(store, plan(meta), args.workers, args.ray, not args.quiet,
+                            f"{meta['env_id'].split('/')[-1]}: {len(meta['agents'])} agents")
+    finally:
+        store.close()
+    if not outcome.interrupted:
+        report_compare(store, plots=args.plots)
+        print(f"({time.perf_counter() - t0:.1f} s)")
+        _extras(args, store)
+    return finish_message("compare", store, outcome)
+
+
+def _extras(args: argparse.Namespace, store: RunStore) -> None:
+    """``--tensorboard`` and ``--record`` after a complete run."""
+    from schedgym.train.report import load
+    from schedgym.train.sweep import tuples
+
+    meta = store.meta
+    if args.tensorboard is not None:
+        results, _ = load(store)
+        for r, rec in zip(results, _step_records(store), strict=True):
+            r.extra["steps"] = store.steps(rec)
+        for d in write_tensorboard(args.tensorboard, meta["env_id"], results,
+                                   meta["scenario"], meta["instance_seeds"][0],
+                                   tuples(meta["overrides"]), args.log_every):
             print(f"tensorboard run: {d}")
-    if getattr(args, "record", False):
-        for spec in specs:
-            paths = record_episode(args.env_id, spec, seeds[0], out / "record", args.scenario,
-                                   args.instance_seed, overrides,
-                                   getattr(args, "record_frames", 8))
+    if args.record:
+        for spec in meta["agents"]:
+            paths = record_episode(meta["env_id"], spec, meta["seeds"][0],
+                                   store.path / "record", meta["scenario"],
+                                   meta["instance_seeds"][0], tuples(meta["overrides"]),
+                                   args.record_frames, meta["agent_env_kwargs"].get(spec))
             print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
+
+
+def _step_records(store: RunStore) -> list[dict[str, Any]]:
+    order = {a: i for i, a in enumerate(store.meta["agents"])}
+    recs = [r for r in store.records() if r.get("status") == "ok" and r["key"][1] != BENCHMARK]
+    return sorted(recs, key=lambda r: (order.get(r["key"][1], len(order)), r["key"][2],
+                                       r["key"][3]))
 
 
 def write_tensorboard(logdir: str | Path, env_id: str, results: list[EpisodeResult],
                       scenario: str | None, instance_seed: int, overrides: dict[str, Any],
                       log_every: int = 1000) -> list[Path]:
-    """One TensorBoard run per agent, ``logdir/<Env-vN>/<agent>``, episodes in seed order."""
+    """One TensorBoard run per agent, ``logdir/<Env-vN>/<agent>``, episodes in (instance seed,
+    seed) order. A folder that already holds event files (an earlier compare, or ``train
+    --beside``) is never touched: the run goes to ``<agent>-2``, ``<agent>-3``, ... instead."""
     from schedgym.train.tensorboard import env_folder, log_classical, metric_spec, run_name
 
     env = make_env(env_id, scenario, instance_seed, overrides)
@@ -358,34 +346,41 @@ def write_tensorboard(logdir: str | Path, env_id: str, results: list[EpisodeResu
     env.close()
     dirs = []
     for agent in dict.fromkeys(r.agent for r in results):
-        eps = [r.extra["steps"] for r in sorted(results, key=lambda r: r.seed)
+        eps = [r.extra["steps"] for r in sorted(results, key=lambda r: (r.instance_seed, r.seed))
                if r.agent == agent]
-        d = Path(logdir) / env_folder(env_id) / run_name(agent)
-        if d.exists():  # a fresh run, not appended to an older one
-            for f in d.glob("events.out.tfevents.*"):
-                f.unlink()
+        base = Path(logdir) / env_folder(env_id) / run_name(agent)
+        d, n = base, 1
+        while d.exists() and any(d.glob("events.out.tfevents.*")):
+            n += 1
+            d = base.with_name(f"{base.name}-{n}")
         dirs.append(log_classical(d, spec, eps, log_every))
     return dirs
 
 
 def record_episode(env_id: str, spec: str, seed: int, folder: str | Path,
                    scenario: str | None = None, instance_seed: int = 0,
-                   overrides: dict[str, Any] | None = None, n_frames: int = 8) -> list[Path]:
-    """Play one episode with ``render_mode="rgb_array"`` and save about ``n_frames`` evenly
-    spaced frames as ``<folder>/<agent>-seed<seed>.png`` (strip) and ``.gif``."""
+                   overrides: dict[str, Any] | None = None, n_frames: int = 8,
+                   env_kwargs: dict[str, Any] | None = None) -> list[Path]:
+    """Play one episode with ``render_mode="rgb_array"`` (in the agent's mode ``env_kwargs``)
+    and save about ``n_frames`` evenly spaced frames as ``<folder>/<agent>-seed<seed>.png``
+    (strip) and ``.gif``."""
     from schedgym.train.plots import FrameSampler, save_strip
     from schedgym.train.tensorboard import run_name
 
-    env = make_env(env_id, scenario, instance_seed, overrides, render_mode="rgb_array")
+    env = make_env(env_id, scenario, instance_seed, overrides, render_mode="rgb_array",
+                   **(env_kwargs or {}))
     agent = build_agent(spec, env)
     sampler = FrameSampler(n_frames)
 
+    def frame() -> np.ndarray:
+        return np.asarray(env.render())
+
     def grab(step: int, reward: float, info: dict) -> None:
         if sampler.wants(step):
-            sampler.add(step, env.render())
+            sampler.add(step, frame())
 
     res = run_episode(env, agent, seed, label=spec, step_callback=grab)
-    frames = sampler.result(last=(res.steps, env.render()))
+    frames = sampler.result(last=(res.steps, frame()))
     env.close()
     return save_strip(frames, Path(folder) / f"{run_name(spec)}-seed{seed}.png",
                       f"{env_id} {spec} seed {seed}")

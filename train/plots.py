@@ -18,6 +18,7 @@ import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,17 +56,18 @@ def band(x: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     return mean, half
 
 
-def best_classical(curves: Mapping[str, Mapping[int, np.ndarray]]) -> str:
+def best_classical(curves: Mapping[str, Mapping[Any, np.ndarray]]) -> str:
     """The classical agent with the highest mean return, leaving out clairvoyant benchmark
     agents such as FluctuatingSpeed's ``oracle`` (any agent if none qualifies)."""
     from schedgym.agents.registry import is_benchmark
 
-    pool = [a for a in curves if not is_learned(a) and not is_benchmark(a)] or list(curves)
+    pool = [a for a in curves if not is_learned(a) and not is_benchmark(a)
+            and a.split("[", 1)[0].strip().lower() != "myopic-opt"] or list(curves)
     return max(pool, key=lambda a: np.mean([c[-1] if len(c) else 0.0
                                             for c in curves[a].values()]))
 
 
-def plot_curves(curves: Mapping[str, Mapping[int, np.ndarray]], out: str | Path,
+def plot_curves(curves: Mapping[str, Mapping[Any, np.ndarray]], out: str | Path,
                 title: str = "", name: str = "compare", reference: str | None = None
                 ) -> list[Path]:
     """Draw the two panels from ``{agent: {seed: cumulative reward per step}}``; returns the
@@ -153,21 +155,32 @@ def _ratio_limits(ax) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def curves_from_results(results: Sequence) -> dict[str, dict[int, np.ndarray]]:
-    """``EpisodeResult`` list -> ``{agent: {seed: curve}}`` (agent order kept)."""
-    out: dict[str, dict[int, np.ndarray]] = {}
+def curves_from_results(results: Sequence) -> dict[str, dict[Any, np.ndarray]]:
+    """``EpisodeResult`` list -> ``{agent: {episode: curve}}`` (agent order kept); the episode
+    is the seed, or ``(instance_seed, seed)`` when the results span several instances."""
+    multi = len({getattr(r, "instance_seed", 0) for r in results}) > 1
+    out: dict[str, dict[Any, np.ndarray]] = {}
     for r in results:
-        out.setdefault(r.agent, {})[r.seed] = r.curve
+        key = (getattr(r, "instance_seed", 0), r.seed) if multi else r.seed
+        out.setdefault(r.agent, {})[key] = r.curve
     return out
 
 
-def curves_from_npz(path: str | Path) -> dict[str, dict[int, np.ndarray]]:
-    """Read ``curves.npz`` written by ``schedgym compare`` (keys ``"agent|seed"``)."""
-    out: dict[str, dict[int, np.ndarray]] = {}
+def curves_from_npz(path: str | Path) -> dict[str, dict[Any, np.ndarray]]:
+    """Read ``curves.npz`` written by ``schedgym compare`` (keys ``"agent|instance_seed|seed"``,
+    or ``"agent|seed"`` from older runs); episodes keyed as :func:`curves_from_results`."""
+    parsed = []
     with np.load(path) as data:
         for key in data.files:
-            agent, _, seed = key.rpartition("|")
-            out.setdefault(agent, {})[int(seed)] = data[key]
+            head, _, seed = key.rpartition("|")
+            agent, _, inst = head.rpartition("|")
+            if not agent or not inst.isdigit():
+                agent, inst = head, "0"
+            parsed.append((agent, int(inst), int(seed), data[key]))
+    multi = len({p[1] for p in parsed}) > 1
+    out: dict[str, dict[Any, np.ndarray]] = {}
+    for agent, inst, seed, curve in parsed:
+        out.setdefault(agent, {})[(inst, seed) if multi else seed] = curve
     return out
 
 

@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import argparse
 import csv
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from schedgym.train.compare import parse_overrides, run_compare
-from schedgym.train.stats import fmt_ci, mean_ci, parse_seeds
+from schedgym.train.compare import parse_overrides
+from schedgym.train.runner import EpisodeResult
+from schedgym.train.stats import fmt_ci, fmt_seeds, mean_ci, parse_seeds
+from schedgym.train.store import RunStore, run_folder_name
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "experiments"
 KEYS = {"name", "paper", "env_id", "scenario", "overrides", "agents", "reference", "seeds",
-        "metric", "sweeps", "paper_improvement_pct"}
+        "instance_seeds", "metric", "sweeps", "paper_improvement_pct"}
 SWEEP_KEYS = {"parameter", "values", "paper", "overrides", "label"}
 #: Metrics read from the episode result itself rather than from the env's ``episode_metrics``.
 RESULT_METRICS = ("decision_time", "wall_time")
@@ -62,6 +66,7 @@ def load_experiment(path: Path) -> dict[str, Any]:
     cfg.setdefault("scenario", None)
     cfg.setdefault("overrides", {})
     cfg.setdefault("seeds", "0-2")
+    cfg.setdefault("instance_seeds", "0")
     cfg.setdefault("reference", cfg["agents"][0])
     if cfg["reference"] not in cfg["agents"]:
         raise ValueError(f"{path}: reference {cfg['reference']!r} is not one of the agents")
@@ -81,7 +86,7 @@ def load_experiment(path: Path) -> dict[str, Any]:
     return cfg
 
 
-def metric_value(result, metric: str) -> float:
+def metric_value(result: EpisodeResult, metric: str) -> float:
     """``metric`` of one episode: an ``episode_metrics`` key or one of :data:`RESULT_METRICS`
     (``decision_time``: mean seconds per ``predict`` call; ``wall_time``: seconds)."""
     if metric in result.metrics:
@@ -92,32 +97,29 @@ def metric_value(result, metric: str) -> float:
                    f"nor {list(RESULT_METRICS)}")
 
 
-def _improvements(results, ref: str, agent: str, metric: str) -> list[float]:
-    by = {(r.agent, r.seed): r for r in results}
+def _improvements(results: list[EpisodeResult], ref: str, agent: str, metric: str
+                  ) -> list[tuple[int, float]]:
+    """``(instance_seed, (Q_ref / Q_agent - 1) * 100)`` per episode of ``agent``."""
+    by = {(r.agent, r.instance_seed, r.seed): r for r in results}
     out = []
     for r in results:
-        if r.agent != agent or (ref, r.seed) not in by:
+        other = by.get((ref, r.instance_seed, r.seed))
+        if r.agent != agent or other is None:
             continue
-        q_ref, q = metric_value(by[(ref, r.seed)], metric), metric_value(r, metric)
+        q_ref, q = metric_value(other, metric), metric_value(r, metric)
         if q > 0 and q_ref > 0:
-            out.append((q_ref / q - 1.0) * 100.0)
+            out.append((r.instance_seed, (q_ref / q - 1.0) * 100.0))
     return out
 
 
-def run_experiment(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
-                   workers: int | None, show_progress: bool):
-    """Run every setting; returns (rows, {setting label: results}).
-
-    A sweep's ``overrides`` apply to its settings only (after the experiment's, before the
-    command line's; the swept value always wins); a value that is a mapping sets several
-    parameters at once (e.g. ``{n_types: 4, n_instances: 20}``); ``label`` names the sweep in
-    the report (default: the parameter), so two sweeps over one parameter under different fixed
-    settings can coexist."""
-    sweeps = cfg.get("sweeps") or [{"parameter": None, "values": [None]}]
-    ref, metric = cfg["reference"], cfg["metric"]
-    rows: list[dict[str, Any]] = []
-    runs: dict[str, Any] = {}
-    for sw in sweeps:
+def settings(cfg: dict[str, Any], overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    """One setting per swept value: ``{"name", "sweep", "parameter", "value", "index",
+    "overrides"}``. A sweep's ``overrides`` apply to its settings only (after the experiment's,
+    before the command line's; the swept value always wins); a value that is a mapping sets
+    several parameters at once (e.g. ``{n_types: 4, n_instances: 20}``); ``label`` names the
+    sweep in the report (default: the parameter)."""
+    out = []
+    for sw in cfg.get("sweeps") or [{"parameter": None, "values": [None]}]:
         param = sw["parameter"]
         label = sw.get("label", param)
         for i, val in enumerate(sw["values"]):
@@ -126,66 +128,187 @@ def run_experiment(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, A
                 ov.update({k: tuple(v) if isinstance(v, list) else v for k, v in val.items()})
             elif param is not None:
                 ov[param] = tuple(val) if isinstance(val, list) else val
-            results, _ = run_compare(cfg["env_id"], cfg["agents"], seeds, cfg["scenario"], 0, ov,
-                                     workers, benchmarks=False, show_progress=show_progress)
-            runs[f"{label}={val}" if label != param else f"{param}={val}"] = results
-            paper = {a: v[i] for a, v in (sw.get("paper") or {}).items()}
-            for agent in cfg["agents"]:
-                mine = [r for r in results if r.agent == agent]
-                m, h = mean_ci([metric_value(r, metric) for r in mine])
-                imp, imp_h = mean_ci(_improvements(results, ref, agent, metric))
-                row = {"sweep": label or "-", "parameter": param or "-", "value": val,
-                       "agent": agent,
-                       metric: m, f"{metric}_ci": h, "ref_improvement_pct": imp,
-                       "ref_improvement_pct_ci": imp_h,
-                       f"paper_{metric}": paper.get(agent, float("nan")),
-                       "paper_ref_improvement_pct": float("nan"),
-                       "ms_per_decision": 1e3 * float(np.mean([r.decision_time for r in mine]))}
-                if agent != ref and agent in paper and ref in paper and paper[agent] > 0:
-                    row["paper_ref_improvement_pct"] = (paper[ref] / paper[agent] - 1) * 100
-                if param is None and agent in (cfg.get("paper_improvement_pct") or {}):
-                    row["paper_ref_improvement_pct"] = cfg["paper_improvement_pct"][agent]
-                rows.append(row)
+            name = f"{label}={val}" if param is not None else "-"
+            out.append({"name": name, "sweep": label or "-", "parameter": param or "-",
+                        "value": val, "index": i, "overrides": ov})
+    return out
+
+
+def swept_keys(cfg: dict[str, Any]) -> set[str]:
+    """Every parameter some sweep sets (``--set`` of one of them would be ignored)."""
+    keys: set[str] = set()
+    for sw in cfg.get("sweeps") or []:
+        for val in sw["values"]:
+            if isinstance(val, dict):
+                keys.update(val)
+            elif sw["parameter"] is not None:
+                keys.add(sw["parameter"])
+    return keys
+
+
+def experiment_meta(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
+                    instance_seeds: list[int] | None = None, command: str = ""
+                    ) -> dict[str, Any]:
+    """The run description (``meta.json``) of an experiment."""
+    return {"command": "reproduce", "experiment": cfg, "cmdline": command,
+            "env_id": cfg["env_id"], "scenario": cfg["scenario"], "agents": list(cfg["agents"]),
+            "seeds": list(seeds), "instance_seeds": list(instance_seeds or [0]),
+            "overrides": dict(overrides), "benchmarks": False,
+            "settings": settings(cfg, overrides)}
+
+
+def validate_experiment(cfg: dict[str, Any], overrides: dict[str, Any],
+                        instance_seed: int = 0) -> None:
+    """Build the env of every setting (and each agent once) before the first episode, so a
+    bad ``--set`` value or sweep value fails at once with the env's one-line message."""
+    from schedgym.train.compare import check_agents
+    from schedgym.train.runner import build_agent, make_env
+
+    check_agents(list(cfg["agents"]))
+    base = make_env(cfg["env_id"], cfg["scenario"], instance_seed,
+                    {**cfg["overrides"], **overrides})
+    for spec in cfg["agents"]:
+        build_agent(spec, base)
+    base.close()
+    for st in settings(cfg, overrides):
+        make_env(cfg["env_id"], cfg["scenario"], instance_seed, st["overrides"]).close()
+
+
+def run_experiment(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
+                   workers: int | None, show_progress: bool,
+                   instance_seeds: list[int] | None = None, store: RunStore | None = None,
+                   ray: str | None = None
+                   ) -> tuple[list[dict[str, Any]], dict[str, list[EpisodeResult]]]:
+    """Run every setting into ``store`` (default: a temporary one); returns (rows,
+    ``{setting name: results}``). A failing episode raises ``RuntimeError`` when no store is
+    given (with a store it is recorded and left out of the rows)."""
+    from schedgym.train.sweep import plan, run_sweep
+
+    if store is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = RunStore.create(Path(tmp) / "run", experiment_meta(
+                cfg, seeds, overrides, instance_seeds))
+            out = run_sweep(store, plan(store.meta), workers, None, show_progress)
+            store.close()
+            if out.failed:
+                raise RuntimeError(f"{len(out.failed)} episodes failed, e.g. "
+                                   f"{out.failed[0]['key']}: {out.failed[0]['error']}")
+            return experiment_rows(store)
+    run_sweep(store, plan(store.meta), workers, ray, show_progress, cfg["name"])
+    return experiment_rows(store)
+
+
+def experiment_rows(store: RunStore
+                    ) -> tuple[list[dict[str, Any]], dict[str, list[EpisodeResult]]]:
+    """Rows of the report (one per setting and agent) rebuilt from the store."""
+    from schedgym.train.report import load
+
+    cfg = store.meta["experiment"]
+    ref, metric = cfg["reference"], cfg["metric"]
+    rows: list[dict[str, Any]] = []
+    runs: dict[str, list[EpisodeResult]] = {}
+    sweeps = {sw.get("label", sw["parameter"]): sw for sw in cfg.get("sweeps") or []}
+    for st in store.meta["settings"]:
+        results, _ = load(store, st["name"])
+        runs[st["name"]] = results
+        sw = sweeps.get(st["sweep"], {})
+        paper = {a: v[st["index"]] for a, v in (sw.get("paper") or {}).items()}
+        for agent in cfg["agents"]:
+            mine = [r for r in results if r.agent == agent]
+            if not mine:
+                continue
+            row = {"sweep": st["sweep"], "parameter": st["parameter"], "value": st["value"],
+                   "agent": agent, "episodes": len(mine)}
+            row.update(_spread([(r.instance_seed, metric_value(r, metric)) for r in mine],
+                               metric))
+            row.update(_spread(_improvements(results, ref, agent, metric),
+                               "ref_improvement_pct"))
+            row[f"paper_{metric}"] = paper.get(agent, float("nan"))
+            row["paper_ref_improvement_pct"] = float("nan")
+            row["ms_per_decision"] = 1e3 * float(np.mean([r.decision_time for r in mine]))
+            if agent != ref and agent in paper and ref in paper and paper[agent] > 0:
+                row["paper_ref_improvement_pct"] = (paper[ref] / paper[agent] - 1) * 100
+            if st["parameter"] == "-" and agent in (cfg.get("paper_improvement_pct") or {}):
+                row["paper_ref_improvement_pct"] = cfg["paper_improvement_pct"][agent]
+            rows.append(row)
     return rows, runs
 
 
-def write_report(cfg: dict[str, Any], rows: list[dict[str, Any]], runs: dict[str, Any],
-                 out: Path, seeds: list[int], command: str) -> None:
+def _spread(pairs: list[tuple[int, float]], name: str) -> dict[str, float]:
+    """Mean ± CI over episodes, and mean ± CI, min and max of the per-instance means."""
+    m, h = mean_ci([v for _, v in pairs])
+    per: dict[int, list[float]] = {}
+    for i, v in pairs:
+        per.setdefault(i, []).append(v)
+    means = [float(np.mean(v)) for v in per.values()]
+    im, ih = mean_ci(means)
+    nan = float("nan")
+    return {name: m, f"{name}_ci": h, f"{name}_inst_mean": im, f"{name}_inst_ci": ih,
+            f"{name}_inst_min": min(means) if means else nan,
+            f"{name}_inst_max": max(means) if means else nan, f"{name}_instances": len(means)}
+
+
+def write_report(cfg: dict[str, Any], rows: list[dict[str, Any]],
+                 runs: dict[str, list[EpisodeResult]], out: Path, seeds: list[int],
+                 command: str, instance_seeds: list[int] | None = None) -> None:
+    """``rows.csv``, ``report.md`` and ``plot.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     metric, ref = cfg["metric"], cfg["reference"]
+    inst = list(instance_seeds or [0])
+    multi = len(inst) > 1
     with open(out / "rows.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         w.writeheader()
         w.writerows(rows)
     lines = [f"# {cfg['name']}", "", f"Paper: {cfg.get('paper', '')}", "",
              f"Command: `{command}`", "",
              f"Env `{cfg['env_id']}`, scenario `{cfg['scenario'] or 'paper-default'}`, "
-             f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}), mean ± 95% CI. "
-             f"'{ref} vs agent' = ({ref}/agent - 1) x 100 of the {metric}.", ""]
+             f"seeds {fmt_seeds(seeds)} ({len(seeds)}) on instance seeds {fmt_seeds(inst)} "
+             f"({len(inst)}); mean ± 95% CI over all episodes"
+             + (", and min..max over instances of the per-instance mean" if multi else "")
+             + f". '{ref} vs agent' = ({ref}/agent - 1) x 100 of the {metric}.", ""]
     fixed = {sw.get("label", sw["parameter"]): sw.get("overrides") or {}
              for sw in cfg.get("sweeps") or []}
     for label in dict.fromkeys(r["sweep"] for r in rows):
-        sub = [r for r in rows if r["sweep"] == label]
-        param = sub[0]["parameter"]
-        lines += [f"## {label}" if label != "-" else "## result", ""]
-        if fixed.get(label):
-            lines += ["Fixed in this sweep: " + ", ".join(f"`{k}={v}`" for k, v in
-                                                          fixed[label].items()), ""]
-        lines += [f"| {param} | agent | ours: {metric} | paper: {metric} | ours: {ref} vs agent % "
-                  f"| paper: {ref} vs agent % | ms/decision |", "|---|---|---|---|---|---|---|"]
-        for r in sub:
-            pv = r[f"paper_{metric}"]
-            pi = r["paper_ref_improvement_pct"]
-            ours_imp = "" if r["agent"] == ref else fmt_ci(r["ref_improvement_pct"],
-                                                            r["ref_improvement_pct_ci"], 3)
-            lines.append(
-                f"| {_fmt_value(r['value'])} | {r['agent']} | "
-                f"{fmt_ci(r[metric], r[metric + '_ci'])} | "
-                f"{'' if not np.isfinite(pv) else f'{pv:,.2f}'} | {ours_imp} | "
-                f"{'' if not np.isfinite(pi) else f'{pi:.2f}'} | {r['ms_per_decision']:.3g} |")
-        lines.append("")
+        lines += _section(label, [r for r in rows if r["sweep"] == label], fixed.get(label),
+                          metric, ref, multi)
     (out / "report.md").write_text("\n".join(lines))
     _plot(cfg, rows, runs, out / "plot.png")
+
+
+def _section(label: str, sub: list[dict[str, Any]], fixed: dict[str, Any] | None, metric: str,
+             ref: str, multi: bool) -> list[str]:
+    """One Markdown table of a sweep (or of the single setting)."""
+    param = sub[0]["parameter"]
+    lines = [f"## {label}" if label != "-" else "## result", ""]
+    if fixed:
+        lines += ["Fixed in this sweep: " + ", ".join(f"`{k}={v}`" for k, v in fixed.items()),
+                  ""]
+    spread = " | over instances" if multi else ""
+    lines += [f"| {param} | agent | ours: {metric}{spread} | paper: {metric} | ours: {ref} vs "
+              f"agent %{spread} | paper: {ref} vs agent % | ms/decision |",
+              "|---" * (7 + 2 * multi) + "|"]
+    for r in sub:
+        pv, pi = r[f"paper_{metric}"], r["paper_ref_improvement_pct"]
+        is_ref = r["agent"] == ref
+        ours_imp = "" if is_ref else fmt_ci(r["ref_improvement_pct"],
+                                            r["ref_improvement_pct_ci"], 3)
+        cells = [_fmt_value(r["value"]), r["agent"], fmt_ci(r[metric], r[metric + "_ci"])]
+        if multi:
+            cells.append(_range(r, metric))
+        cells += ["" if not np.isfinite(pv) else f"{pv:,.2f}", ours_imp]
+        if multi:
+            cells.append("" if is_ref else _range(r, "ref_improvement_pct"))
+        cells += ["" if not np.isfinite(pi) else f"{pi:.2f}", f"{r['ms_per_decision']:.3g}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _range(row: dict[str, Any], name: str) -> str:
+    lo, hi = row.get(f"{name}_inst_min", float("nan")), row.get(f"{name}_inst_max", float("nan"))
+    if not np.isfinite(lo):
+        return ""
+    return f"{fmt_ci(lo, float('nan'), 3)}..{fmt_ci(hi, float('nan'), 3)}"
 
 
 def _fmt_value(val: Any, sep: str = ", ") -> str:
@@ -252,33 +375,85 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reproduce", help="re-run a paper experiment from configs/experiments",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", nargs="?", help="experiment name (e.g. ogasched-table3) or a "
-                   "YAML path; omit with --list")
+                   "YAML path; omit with --list or --resume")
     p.add_argument("--list", action="store_true", help="list the available experiments")
     p.add_argument("--seeds", default=None, help="override the experiment's seeds, e.g. 0-1")
+    p.add_argument("--instance-seeds", default=None,
+                   help="override the experiment's instance seeds, e.g. 0-9")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="override a scenario parameter in every setting (e.g. horizon=500)")
+                   help="override a scenario parameter in every setting (e.g. horizon=500); "
+                   "a parameter the experiment sweeps cannot be set")
     p.add_argument("--workers", type=int, default=None, help="parallel worker processes")
-    p.add_argument("--out", default=None, help="output folder (default results/reproduce/NAME)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
+                   "HOST:PORT joins a cluster started with 'ray start --head'")
+    p.add_argument("--out", default=None, help="run folder (default results/reproduce/NAME-"
+                   "<overrides>-<hash>); refused if it exists, unless --overwrite")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="finish an interrupted run: only its missing episodes are played")
+    p.add_argument("--overwrite", action="store_true", help="replace the run folder if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
 
 
+def _new_store(args: argparse.Namespace) -> RunStore:
+    cfg = load_experiment(find_experiment(args.experiment))
+    seeds = parse_seeds(args.seeds or str(cfg["seeds"]))
+    inst = parse_seeds(args.instance_seeds or str(cfg["instance_seeds"]))
+    overrides = parse_overrides(args.overrides)
+    clash = sorted(set(overrides) & swept_keys(cfg))
+    if clash:
+        raise ValueError(f"--set {clash[0]}={overrides[clash[0]]!r} is invalid: experiment "
+                         f"{cfg['name']!r} sweeps {clash[0]}, so the value would be ignored; "
+                         "edit the sweep in a copy of the YAML instead")
+    validate_experiment(cfg, overrides, inst[0])
+    cmd = " ".join(["schedgym reproduce", args.experiment]
+                   + ([f"--seeds {args.seeds}"] if args.seeds else [])
+                   + ([f"--instance-seeds {args.instance_seeds}"] if args.instance_seeds else [])
+                   + [f"--set {o}" for o in args.overrides or []])
+    meta = experiment_meta(cfg, seeds, overrides, inst, cmd)
+    out = args.out or str(Path("results/reproduce") / run_folder_name(
+        cfg["name"], None, overrides, meta).replace("-paper-default", "", 1))
+    return RunStore.create(out, meta, overwrite=args.overwrite)
+
+
+def report_reproduce(store: RunStore, quiet: bool = False) -> list[dict[str, Any]]:
+    """Rebuild ``rows.csv``, ``report.md`` and ``plot.png`` of a reproduce run from its store."""
+    meta = store.meta
+    rows, runs = experiment_rows(store)
+    if not rows:
+        print(f"{store.path}: no finished episode yet")
+        return rows
+    write_report(meta["experiment"], rows, runs, store.path, meta["seeds"],
+                 meta.get("cmdline", ""), meta["instance_seeds"])
+    if not quiet:
+        print((store.path / "report.md").read_text())
+        print(f"wrote {store.path}/rows.csv, report.md, plot.png")
+    return rows
+
+
 def main(args: argparse.Namespace) -> int:
-    if args.list or not args.experiment:
+    from schedgym.train.sweep import finish_message, plan, run_sweep
+
+    if args.resume:
+        if args.overwrite:
+            raise ValueError("give either --resume or --overwrite, not both")
+        store = RunStore.open(args.resume)
+    elif args.list or not args.experiment:
         for q in sorted(CONFIG_DIR.glob("*.yml")):
             cfg = load_experiment(q)
             print(f"{q.stem:28s} {cfg.get('paper', '')}")
         return 0
-    path = find_experiment(args.experiment)
-    cfg = load_experiment(path)
-    seeds = parse_seeds(args.seeds or str(cfg["seeds"]))
-    overrides = parse_overrides(args.overrides)
-    rows, runs = run_experiment(cfg, seeds, overrides, args.workers, not args.quiet)
-    out = Path(args.out or f"results/reproduce/{cfg['name']}")
-    cmd = "schedgym reproduce " + args.experiment + (f" --seeds {args.seeds}" if args.seeds
-                                                       else "") + "".join(
-        f" --set {o}" for o in args.overrides or [])
-    write_report(cfg, rows, runs, out, seeds, cmd)
-    print((out / "report.md").read_text())
-    print(f"wrote {out}/rows.csv, report.md, plot.png")
-    return 0
+    else:
+        store = _new_store(args)
+    t0 = time.perf_counter()
+    try:
+        print(f"run folder: {store.path}")
+        outcome = run_sweep(store, plan(store.meta), args.workers, args.ray, not args.quiet,
+                            store.meta["experiment"]["name"])
+    finally:
+        store.close()
+    if not outcome.interrupted:
+        report_reproduce(store)
+        print(f"({time.perf_counter() - t0:.1f} s)")
+    return finish_message("reproduce", store, outcome)

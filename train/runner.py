@@ -34,6 +34,7 @@ class EpisodeResult:
     decision_time: float  # mean seconds per agent.predict call
     wall_time: float
     extra: dict[str, Any] = field(default_factory=dict)
+    instance_seed: int = 0
 
 
 def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
@@ -112,7 +113,7 @@ def run_episode(
         decide += time.perf_counter() - d0
         start = False
         obs, reward, terminated, truncated, info = env.step(action)
-        if not np.isfinite(reward):
+        if not np.isfinite(float(reward)):
             raise RuntimeError(f"{label}: non-finite reward {reward!r} at step {steps}")
         rewards.append(float(reward))
         for key in spec:

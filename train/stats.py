@@ -56,3 +56,17 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds:
         raise ValueError(f"seeds={text!r} is invalid: no seed given")
     return list(dict.fromkeys(seeds))
+
+
+def fmt_seeds(seeds: Sequence[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``"0-3,7"`` (the inverse of :func:`parse_seeds`)."""
+    vals = sorted({int(s) for s in seeds})
+    parts: list[str] = []
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        parts.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
+        i = j + 1
+    return ",".join(parts)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schedgym.train.cli import main as cli
 from schedgym.train.plots import (
     FrameSampler,
     _stack,
@@ -18,6 +17,7 @@ from schedgym.train.plots import (
 from schedgym.train.tensorboard import documented_tags, read_scalars
 
 from .conftest import small_overrides
+from .sweep_cli import main as cli
 
 
 def _sets(env_id):

@@ -1,0 +1,227 @@
+"""Where the tasks of a sweep run: in this process, a local process pool, or Ray.
+
+One *task* is one episode of one agent (or the offline benchmark of one episode) on one
+``(instance_seed, seed)``: :class:`EpisodeTask`. :func:`execute` plays it and returns an
+*outcome* (a record for the :mod:`~schedgym.train.store`, plus the episode's curve); it never
+raises, so a failing episode is a record with ``status="error"`` and the sweep goes on.
+
+:func:`run_calls` maps any picklable function over a list of jobs with one of three backends:
+
+- ``workers <= 1`` and no Ray: in this process, one after another;
+- a local ``spawn`` process pool of ``workers`` processes (workers ignore SIGINT; on Ctrl-C
+  the main process terminates them, so the run stops within about a second rather than after
+  the running episodes end);
+- Ray (``ray=""`` starts a local Ray with ``workers`` CPUs; ``ray="auto"`` or
+  ``"HOST:PORT"`` joins a cluster started with ``ray start --head``): every job is a Ray task
+  (``max_retries=0``: a failure is reported, not retried); a task that dies (worker crash) is
+  reported through ``on_done`` as an exception like any other.
+
+Results do not depend on the backend: every task builds its own env and agent from its
+arguments and seeds (common random numbers), so the same task gives the same record anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from schedgym.train.store import BENCHMARK
+
+#: env kwargs of a learned agent's ``run.json`` that ``compare`` applies when playing it: how
+#: the agent sees and acts on the env (mode), not which world it faces (scenario, overrides,
+#: seeds stay the run's, so common random numbers are kept).
+PLAY_KEYS = ("action_mode", "instance_features", "arrivals")
+
+OnDone = Callable[[Any, Any, BaseException | None], None]
+
+
+@dataclass(frozen=True)
+class EpisodeTask:
+    """One episode (``agent`` a spec) or one offline benchmark (``agent == "@benchmark"``).
+
+    ``env_kwargs``: extra ``gym.make`` kwargs for this agent only (a learned agent's mode);
+    ``record_steps``: also return every step's reward and scalar info (``--tensorboard``)."""
+
+    setting: str
+    agent: str
+    instance_seed: int
+    seed: int
+    env_id: str
+    scenario: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    record_steps: bool = False
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return self.setting, self.agent, self.instance_seed, self.seed
+
+
+def _config(task: EpisodeTask) -> dict[str, Any]:
+    return {"env_id": task.env_id, "scenario": task.scenario, "overrides": task.overrides,
+            "env_kwargs": task.env_kwargs}
+
+
+def error_outcome(task: EpisodeTask, exc: BaseException) -> dict[str, Any]:
+    """The outcome of a task that failed with ``exc`` (one-line error text)."""
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return {"record": {"key": list(task.key), "status": "error", "error": text[0] if text
+                       else type(exc).__name__, **_config(task)}}
+
+
+def execute(task: EpisodeTask) -> dict[str, Any]:
+    """Play one task; returns ``{"record": ..., "curve": array | None, "steps": ...}``.
+    Exceptions become an error outcome (with the traceback's last lines in ``"trace"``)."""
+    try:
+        if task.agent == BENCHMARK:
+            return _benchmark(task)
+        return _episode(task)
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded, the sweep goes on
+        out = error_outcome(task, exc)
+        out["record"]["trace"] = traceback.format_exc(limit=-3)
+        return out
+
+
+def _benchmark(task: EpisodeTask) -> dict[str, Any]:
+    from schedgym import offline
+    from schedgym.train.runner import make_env
+
+    t0 = time.perf_counter()
+    env = make_env(task.env_id, task.scenario, task.instance_seed, task.overrides)
+    env.reset(seed=task.seed)
+    values = offline.episode_benchmarks(env)
+    env.close()
+    rec = {"key": list(task.key), "status": "ok", "metrics": values,
+           "wall_s": time.perf_counter() - t0, **_config(task)}
+    return {"record": rec}
+
+
+def _episode(task: EpisodeTask) -> dict[str, Any]:
+    from schedgym.train.plots import is_learned
+    from schedgym.train.runner import build_agent, make_env, run_episode
+
+    if is_learned(task.agent):
+        import torch
+
+        torch.set_num_threads(1)  # one small network per worker process
+    env = make_env(task.env_id, task.scenario, task.instance_seed, task.overrides,
+                   **task.env_kwargs)
+    agent = build_agent(task.agent, env)
+    rec_steps = None
+    if task.record_steps:
+        from schedgym.train.tensorboard import StepRecorder, metric_spec
+
+        rec_steps = StepRecorder(metric_spec(env))
+    res = run_episode(env, agent, task.seed, label=task.agent, step_callback=rec_steps)
+    env.close()
+    record = {"key": list(task.key), "status": "ok", "steps": res.steps,
+              "metrics": res.metrics, "decision_ms": 1e3 * res.decision_time,
+              "wall_s": res.wall_time, **_config(task)}
+    steps = None
+    if rec_steps is not None:
+        names = sorted({k for s in rec_steps.steps for k in s})
+        steps = {k: np.array([s.get(k, np.nan) for s in rec_steps.steps]) for k in names}
+    return {"record": record, "curve": res.curve, "steps": steps}
+
+
+# -- backends --------------------------------------------------------------------------------
+def _worker_init() -> None:
+    """Pool workers ignore Ctrl-C: the main process decides and terminates them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_calls(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
+              workers: int | None = None, ray: str | None = None) -> None:
+    """Call ``fn(job)`` for every job; ``on_done(job, result, exc)`` in this process as each
+    ends (``exc`` set if it raised or its worker died). ``ray``: ``None`` = no Ray, ``""`` =
+    a local Ray, ``"auto"``/``"HOST:PORT"`` = a cluster. Ctrl-C (``KeyboardInterrupt``) stops
+    the workers and propagates."""
+    if not jobs:
+        return
+    if ray is not None:
+        _run_ray(fn, jobs, on_done, workers, ray)
+        return
+    workers = workers or min(os.cpu_count() or 1, len(jobs))
+    if workers <= 1:
+        for job in jobs:
+            try:
+                res = fn(job)
+            except Exception as exc:  # noqa: BLE001
+                on_done(job, None, exc)
+            else:
+                on_done(job, res, None)
+        return
+    _run_pool(fn, jobs, on_done, workers)
+
+
+def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
+              workers: int) -> None:
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                               mp_context=mp.get_context("spawn"), initializer=_worker_init)
+    try:
+        futs = {pool.submit(fn, job): job for job in jobs}
+        pending = set(futs)
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for f in done:
+                exc = f.exception()
+                on_done(futs[f], None if exc else f.result(), exc)
+    except BaseException:
+        # Ctrl-C (or a failing callback): stop now, do not wait for running episodes.
+        procs = list(getattr(pool, "_processes", {}).values())
+        for p in procs:
+            p.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            p.join(timeout=2)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
+             workers: int | None, address: str) -> None:
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                     log_to_driver=False)
+        started = True
+    remote = ray.remote(num_cpus=1, max_retries=0)(fn)
+    refs = {remote.remote(job): job for job in jobs}
+    try:
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
+            for ref in ready:
+                job = refs.pop(ref)
+                try:
+                    res = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - a task failure is recorded
+                    on_done(job, None, exc)
+                else:
+                    on_done(job, res, None)
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def task_dict(task: EpisodeTask) -> dict[str, Any]:
+    """JSON-able form of a task (for ``meta.json``)."""
+    return asdict(task)

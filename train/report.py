@@ -1,0 +1,302 @@
+"""Tables, files and plots of a run, rebuilt from its result store at any time.
+
+``schedgym report RUN_DIR`` reprints the table of a ``compare`` or ``reproduce`` run folder
+(finished, interrupted or still running) and rewrites its summary files and plots from
+``episodes.jsonl`` alone. ``compare`` and ``reproduce`` call the same code at their end, so the
+table of a resumed run is the table of an uninterrupted one.
+
+Ratios all run the same way, **agent / reference** (1.0 = as good as the reference; the
+competitive-ratio convention "optimum / agent" appears only in the files' ``<benchmark>_ratio``
+columns). The reference is the best classical agent (highest mean return; learned agents,
+clairvoyant agents and the ceiling are never it) unless ``--reference`` names one; the
+*ceiling* is the best any online policy can do where the env has one: the ``myopic-opt`` agent
+(GainOverhead, when it is in the run), the ``oracle`` (FluctuatingSpeed, realised on the same
+draws) or the offline optimum ``OPT`` (DeadlineWelfare).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedgym.train.runner import EpisodeResult
+from schedgym.train.stats import fmt_ci, mean_ci
+from schedgym.train.store import BENCHMARK, RunStore
+
+#: agents that are an env's online ceiling (the exact per-step optimum)
+CEILING_AGENTS = ("myopic-opt",)
+#: offline benchmark name -> its label, for the envs whose benchmark is the online ceiling
+CEILING_BENCHMARKS = {"oracle": "oracle", "optimum": "OPT"}
+
+
+def load(store: RunStore, setting: str | None = None
+         ) -> tuple[list[EpisodeResult], dict[tuple[int, int], dict[str, float]]]:
+    """The ``ok`` episode results (as :class:`EpisodeResult`, curves loaded) and the offline
+    benchmark values keyed by ``(instance_seed, seed)``, of one setting (default: all)."""
+    results: list[EpisodeResult] = []
+    bench: dict[tuple[int, int], dict[str, float]] = {}
+    for rec in store.records():
+        sett, agent, inst, seed = rec["key"]
+        if rec.get("status") != "ok" or (setting is not None and sett != setting):
+            continue
+        if agent == BENCHMARK:
+            bench[(inst, seed)] = dict(rec["metrics"])
+            continue
+        results.append(EpisodeResult(agent, seed, int(rec["steps"]), dict(rec["metrics"]),
+                                     store.curve(rec), rec["decision_ms"] / 1e3,
+                                     rec["wall_s"], instance_seed=inst))
+    order = {a: i for i, a in enumerate(store.meta["agents"])}
+    results.sort(key=lambda r: (order.get(r.agent, len(order)), r.instance_seed, r.seed))
+    return results, bench
+
+
+def _base(spec: str) -> str:
+    return spec.split("[", 1)[0].strip().lower()
+
+
+def ceiling_of(agents: Sequence[str], bench_names: Sequence[str]) -> tuple[str, str] | None:
+    """``("agent", spec)`` or ``("benchmark", name)`` of the run's ceiling, or ``None``."""
+    for a in agents:
+        if _base(a) in CEILING_AGENTS:
+            return "agent", a
+    for b in CEILING_BENCHMARKS:
+        if b in bench_names:
+            return "benchmark", b
+    return None
+
+
+def best_reference(results: Sequence[EpisodeResult], reference: str | None = None) -> str:
+    """``reference`` if given (must be in the run), else the best classical agent."""
+    from schedgym.agents.registry import is_benchmark
+    from schedgym.train.plots import is_learned
+
+    agents = list(dict.fromkeys(r.agent for r in results))
+    if reference is not None:
+        if reference not in agents:
+            raise ValueError(f"reference={reference!r} is invalid: must be one of the agents "
+                             f"with results: {', '.join(agents)}")
+        return reference
+    pool = [a for a in agents if not is_learned(a) and not is_benchmark(a)
+            and _base(a) not in CEILING_AGENTS] or agents
+    return max(pool, key=lambda a: np.mean([r.metrics["reward"] for r in results
+                                            if r.agent == a]))
+
+
+def _ratio_stats(pairs: Sequence[tuple[int, float]], prefix: str) -> dict[str, float]:
+    """Mean ± CI over episodes, and min/max of the per-instance means, of ``(instance, ratio)``
+    pairs; keys ``prefix``, ``prefix_ci``, ``prefix_min``, ``prefix_max``, ``prefix_inst_ci``."""
+    vals = [v for _, v in pairs]
+    m, h = mean_ci(vals)
+    per_inst: dict[int, list[float]] = {}
+    for i, v in pairs:
+        per_inst.setdefault(i, []).append(v)
+    means = [float(np.mean(v)) for v in per_inst.values()]
+    _, hi = mean_ci(means)
+    return {prefix: m, prefix + "_ci": h,
+            prefix + "_min": min(means) if means else float("nan"),
+            prefix + "_max": max(means) if means else float("nan"), prefix + "_inst_ci": hi}
+
+
+def summarise(results: Sequence[EpisodeResult], bench: dict[tuple[int, int], dict[str, float]],
+              reference: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One row per agent (means ± 95% CI over every (instance seed, seed) episode, ratios to the
+    reference and the ceiling with their spread over instances, gaps to each offline
+    benchmark) and a legend ``{"reference", "ceiling", "instances", "columns"}``."""
+    agents = list(dict.fromkeys(r.agent for r in results))
+    ref = best_reference(results, reference)
+    bench_names = sorted({k for b in bench.values() for k in b})
+    ceil = ceiling_of(agents, bench_names)
+    by = {(r.agent, r.instance_seed, r.seed): r.metrics["reward"] for r in results}
+
+    def ceiling(r: EpisodeResult) -> float | None:
+        if ceil is None:
+            return None
+        if ceil[0] == "agent":
+            return by.get((ceil[1], r.instance_seed, r.seed))
+        return bench.get((r.instance_seed, r.seed), {}).get(ceil[1])
+
+    rows = []
+    for a in agents:
+        rs = [r for r in results if r.agent == a]
+        row: dict[str, Any] = {"agent": a, "episodes": len(rs),
+                               "instances": len({r.instance_seed for r in rs})}
+        for m in rs[0].metrics:
+            row[m], row[m + "_ci"] = mean_ci([r.metrics[m] for r in rs])
+        pairs = [(r.instance_seed, r.metrics["reward"] / by[(ref, r.instance_seed, r.seed)])
+                 for r in rs if by.get((ref, r.instance_seed, r.seed), 0) != 0]
+        row.update(_ratio_stats(pairs, "ratio_to_ref"))
+        if ceil is not None:
+            cs = [(r, ceiling(r)) for r in rs]
+            row.update(_ratio_stats([(r.instance_seed, r.metrics["reward"] / c)
+                                     for r, c in cs if c is not None and c > 0],
+                                    "ratio_to_ceiling"))
+            row["ceiling_gap"], row["ceiling_gap_ci"] = mean_ci(
+                [c - r.metrics["reward"] for r, c in cs if c is not None])
+        for name in bench_names:
+            got = [(r, bench[(r.instance_seed, r.seed)][name]) for r in rs
+                   if name in bench.get((r.instance_seed, r.seed), {})]
+            row[f"{name}_gap"], row[f"{name}_gap_ci"] = mean_ci([b - r.metrics["reward"]
+                                                                 for r, b in got])
+            row[f"{name}_ratio"], row[f"{name}_ratio_ci"] = mean_ci(
+                [b / r.metrics["reward"] for r, b in got if r.metrics["reward"] > 0])
+        row["decision_ms"] = 1e3 * float(np.mean([r.decision_time for r in rs]))
+        rows.append(row)
+    ceil_label = None if ceil is None else (ceil[1] if ceil[0] == "agent"
+                                            else CEILING_BENCHMARKS[ceil[1]])
+    legend = {"reference": ref, "ceiling": ceil_label,
+              "instances": sorted({r.instance_seed for r in results}),
+              "columns": column_legend(ref, ceil_label, bench_names)}
+    return rows, legend
+
+
+def column_legend(ref: str, ceil: str | None, bench_names: Sequence[str]) -> dict[str, str]:
+    """Displayed column name -> what it is (the table's footnotes)."""
+    cols = {"cum. reward": "return of the episode (sum of rewards)",
+            "avg reward/step": "return / episode length",
+            f"agent/{ref}": f"per-episode ratio of returns, agent / {ref} (the reference: best "
+                            "classical agent unless --reference); > 1 = better than it"}
+    if ceil is not None:
+        cols[f"agent/{ceil}"] = (f"per-episode ratio of returns, agent / {ceil} (the ceiling "
+                                 "of online policies); 1 = optimal")
+        cols[f"{ceil} - agent"] = f"per-episode {ceil} return minus the agent's"
+    for b in bench_names:
+        cols[f"{b}_gap (files)"] = f"offline benchmark {b} minus the return, per episode"
+        cols[f"{b}_ratio (files)"] = f"{b} / return (optimum / agent: the competitive ratio)"
+    cols["ms/decision"] = "mean wall-clock ms per agent.predict call"
+    return cols
+
+
+def _display(rows: list[dict[str, Any]], legend: dict[str, Any]) -> list[tuple[str, str]]:
+    """(row key, displayed name) of the terminal's key columns."""
+    ref, ceil = legend["reference"], legend["ceiling"]
+    cols = [("reward", "cum. reward"), ("avg_reward", "avg reward/step"),
+            ("ratio_to_ref", f"agent/{ref}")]
+    if ceil is not None:
+        cols += [("ratio_to_ceiling", f"agent/{ceil}"), ("ceiling_gap", f"{ceil} - agent")]
+    return cols
+
+
+def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
+                files: str = "", width: int | None = None) -> None:
+    """The key columns as a table that fits the terminal (``width``: default its width);
+    every column is in the files (``summary.csv``)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    multi = len(legend["instances"]) > 1
+    cols = _display(rows, legend)
+    table = Table(title=escape(title), show_lines=False)
+    table.add_column("agent", style="bold", overflow="fold")
+    for _, name in cols:
+        table.add_column(escape(name), justify="right")
+    if multi:
+        table.add_column("over instances min..max", justify="right")
+    table.add_column("ms/decision", justify="right")
+    for row in rows:
+        cells = [fmt_ci(row.get(k, float("nan")), row.get(k + "_ci", float("nan")))
+                 for k, _ in cols]
+        if multi:
+            cells.append(f"{row['ratio_to_ref_min']:.3f}..{row['ratio_to_ref_max']:.3f}")
+        table.add_row(escape(row["agent"]), *cells, f"{row['decision_ms']:.3f}")
+    Console(width=width, soft_wrap=False).print(table)
+    n_inst = len(legend["instances"])
+    print(f"mean ± 95% CI (Student t) over {rows[0]['episodes']} episodes"
+          + (f" ({n_inst} instance seeds x seeds)" if multi else "") + ". Ratios are agent / "
+          f"reference: agent/{legend['reference']} (best classical agent unless --reference)"
+          + (f", agent/{legend['ceiling']} (the ceiling)" if legend["ceiling"] else "")
+          + (f"; 'over instances' = min..max of the per-instance mean of agent/"
+             f"{legend['reference']}" if multi else "")
+          + (f". Full table: {files}" if files else "."))
+
+
+def write_outputs(out: Path, results: Sequence[EpisodeResult], rows: list[dict[str, Any]],
+                  bench: dict[tuple[int, int], dict[str, float]], meta: dict[str, Any],
+                  legend: dict[str, Any]) -> list[str]:
+    """``episodes.csv``, ``summary.csv``, ``summary.json``, ``curves.npz`` into ``out``."""
+    metric_names = list(results[0].metrics)
+    bench_names = sorted({k for b in bench.values() for k in b})
+    with open(out / "episodes.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["agent", "instance_seed", "seed", "steps", *metric_names, *bench_names,
+                    "decision_ms", "wall_s"])
+        for r in results:
+            b = bench.get((r.instance_seed, r.seed), {})
+            w.writerow([r.agent, r.instance_seed, r.seed, r.steps,
+                        *[r.metrics.get(m, "") for m in metric_names],
+                        *[b.get(n, "") for n in bench_names], 1e3 * r.decision_time,
+                        r.wall_time])
+    with open(out / "summary.csv", "w", newline="") as fh:
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        dw = csv.DictWriter(fh, fieldnames=keys)
+        dw.writeheader()
+        dw.writerows(rows)
+    bench_json = {f"{i}|{s}": v for (i, s), v in sorted(bench.items())}
+    (out / "summary.json").write_text(json.dumps(
+        {"meta": meta, "legend": legend, "summary": rows, "benchmarks": bench_json},
+        indent=2, default=str))
+    curves = {f"{r.agent}|{r.instance_seed}|{r.seed}": r.curve for r in results}
+    np.savez_compressed(out / "curves.npz", **curves)  # type: ignore[arg-type]
+    return ["episodes.csv", "summary.csv", "summary.json", "curves.npz"]
+
+
+def compare_title(meta: dict[str, Any]) -> str:
+    """``schedgym/GainOverhead-v0, scenario paper-default, instance seeds 0, seeds 0-2, ...``"""
+    from schedgym.train.stats import fmt_seeds
+
+    ov = "".join(f", {k}={v}" for k, v in (meta.get("overrides") or {}).items())
+    return (f"{meta['env_id']}, scenario {meta.get('scenario') or 'paper-default'}, "
+            f"instance seeds {fmt_seeds(meta['instance_seeds'])}, seeds "
+            f"{fmt_seeds(meta['seeds'])}{ov}")
+
+
+def report_compare(store: RunStore, plots: bool = True, quiet: bool = False,
+                   width: int | None = None) -> list[dict[str, Any]]:
+    """Rebuild a compare run's table, files and plots from its store; returns the rows."""
+    meta = store.meta
+    results, bench = load(store)
+    if not results:
+        print(f"{store.path}: no finished episode yet")
+        return []
+    rows, legend = summarise(results, bench, meta.get("reference"))
+    files = write_outputs(store.path, results, rows, bench, meta, legend)
+    if not quiet:
+        print_table(rows, legend, compare_title(meta), f"{store.path}/summary.csv", width)
+    if plots:
+        from schedgym.train.plots import curves_from_results, plot_curves
+
+        paths = plot_curves(curves_from_results(results), store.path, compare_title(meta),
+                            reference=meta.get("reference"))
+        files += [p.name for p in paths]
+    if not quiet:
+        print(f"wrote {store.path}/: " + ", ".join(files))
+    return rows
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="rebuild the table, CSV/JSON and plots of a compare or "
+                       "reproduce run folder from its stored episodes",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", help="a run folder written by schedgym compare or reproduce")
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
+                   help="rewrite the plots too (default on)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    store = RunStore.open(args.run_dir, lock=False)
+    if store.meta.get("command") == "reproduce":
+        from schedgym.train.reproduce import report_reproduce
+
+        report_reproduce(store)
+        return 0
+    report_compare(store, plots=args.plots)
+    return 0

@@ -1,0 +1,134 @@
+"""The sweep engine shared by ``schedgym compare`` and ``schedgym reproduce``.
+
+A run is described by its ``meta`` (written to the run folder's ``meta.json``): the env, the
+agents, the episode seeds, the instance seeds and a list of *settings* (one for ``compare``; one
+per swept value for ``reproduce``), each with its env overrides. :func:`plan` turns it into
+:class:`~schedgym.train.backend.EpisodeTask` s, :func:`run_sweep` runs the ones not yet in the
+store (so ``--resume`` runs only what is missing) and appends each outcome to the store the
+moment it ends. Ctrl-C stops the workers, keeps every finished episode and reports how to
+resume; failing episodes are recorded and counted.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedgym.train.backend import EpisodeTask, error_outcome, execute, run_calls
+from schedgym.train.store import BENCHMARK, RunStore
+
+#: exit status of an interrupted run (the shell's convention for SIGINT)
+EXIT_INTERRUPTED = 130
+#: exit status of a run in which some episodes failed
+EXIT_FAILED = 1
+
+
+@dataclass
+class SweepOutcome:
+    """What a :func:`run_sweep` call did: tasks run now, skipped (already in the store),
+    failed (their error records) and whether Ctrl-C stopped it."""
+
+    ran: int = 0
+    skipped: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def tuples(obj: Any) -> Any:
+    """JSON lists back to the tuples the command line parsed (``beta_range=(0.4, 0.6)``)."""
+    if isinstance(obj, dict):
+        return {k: tuples(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return tuple(tuples(v) for v in obj)
+    return obj
+
+
+def plan(meta: dict[str, Any]) -> list[EpisodeTask]:
+    """Every task of a run, in a stable order: setting, instance seed, seed, agent (the offline
+    benchmark of an episode last, if ``meta["benchmarks"]``)."""
+    tasks = []
+    play = meta.get("agent_env_kwargs") or {}
+    for setting in meta["settings"]:
+        ov = tuples(setting.get("overrides") or {})
+        for inst in meta["instance_seeds"]:
+            for seed in meta["seeds"]:
+                for agent in meta["agents"]:
+                    tasks.append(EpisodeTask(setting["name"], agent, int(inst), int(seed),
+                                             meta["env_id"], meta.get("scenario"), ov,
+                                             tuples(play.get(agent) or {}),
+                                             bool(meta.get("record_steps"))))
+                if meta.get("benchmarks"):
+                    tasks.append(EpisodeTask(setting["name"], BENCHMARK, int(inst), int(seed),
+                                             meta["env_id"], meta.get("scenario"), ov))
+    return tasks
+
+
+def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = None,
+              ray: str | None = None, show_progress: bool = True, desc: str = "") -> SweepOutcome:
+    """Run the tasks missing from ``store`` and append each outcome at once. Never raises on
+    Ctrl-C: the outcome says it was interrupted (the store holds everything finished)."""
+    done = store.done()
+    todo = [t for t in tasks if t.key not in done]
+    out = SweepOutcome(skipped=len(tasks) - len(todo))
+    bar = _progress(len(todo), show_progress, desc)
+
+    def on_done(task: EpisodeTask, res: Any, exc: BaseException | None) -> None:
+        if exc is not None:
+            res = error_outcome(task, exc)
+        store.add(res["record"], res.get("curve"), res.get("steps"))
+        out.ran += 1
+        if res["record"]["status"] != "ok":
+            out.failed.append(res["record"])
+        bar.update(1)
+
+    try:
+        run_calls(execute, todo, on_done, workers, ray)
+    except KeyboardInterrupt:
+        out.interrupted = True
+    finally:
+        bar.close()
+    return out
+
+
+def finish_message(command: str, store: RunStore, out: SweepOutcome) -> int:
+    """Print the end-of-run summary to stderr (interrupt: the resume command; failures: one
+    line each); returns the exit status (0, :data:`EXIT_FAILED`, :data:`EXIT_INTERRUPTED`)."""
+    total = len(plan(store.meta))
+    have = len(store.done())
+    if out.interrupted:
+        print(f"\ninterrupted: {have} of {total} tasks finished and kept in {store.path}\n"
+              f"resume with: schedgym {command} --resume {store.path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if out.failed:
+        print(f"{len(out.failed)} of {total} tasks failed (recorded in "
+              f"{Path(store.path) / 'episodes.jsonl'}; the table leaves them out):",
+              file=sys.stderr)
+        for rec in out.failed[:20]:
+            setting, agent, inst, seed = rec["key"]
+            where = f"{setting}: " if setting else ""
+            print(f"  {where}{agent} instance_seed={inst} seed={seed}: {rec['error']}",
+                  file=sys.stderr)
+        if len(out.failed) > 20:
+            print(f"  ... and {len(out.failed) - 20} more", file=sys.stderr)
+        print(f"retry the failed ones with: schedgym {command} --resume {store.path}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool, desc: str) -> Any:
+    if not show or not total:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="episode", smoothing=0.1, mininterval=1.0)
