@@ -7,11 +7,12 @@ array ``(E,)`` in {0, 1} over the instance's edges (lexicographic ``(l, r)`` ord
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+import numba
 import numpy as np
 
-from schedgym.envs.fluctuating_speed.instance import FluctuatingSpeedInstance
+from schedgym.envs.fluctuating_speed.types import FluctuatingSpeedInstance
 
 
 def validate_selection(action: Any, n_edges: int, name: str = "action") -> np.ndarray:
@@ -64,24 +65,11 @@ def repair(inst: FluctuatingSpeedInstance, x: np.ndarray) -> tuple[np.ndarray, i
     index** among those requesting an overloaded type (spec esdp §2.2 "project" option, made
     safe for zero requests). Edges are never added.
     """
-    x = np.array(x, dtype=np.int8, copy=True)
-    c = inst.capacities.tolist()
-    ld = (inst.requests @ x.astype(np.int64)).tolist()
-    over = [k for k in range(len(c)) if ld[k] > c[k]]
-    dropped = 0
-    cols = inst.requests.T
-    # Scanning the selected edges from the highest index is the same rule: an edge skipped
-    # because it requests no overloaded type never becomes a candidate (loads only fall).
-    for e in np.flatnonzero(x)[::-1]:
-        if not over:
-            break
-        a = cols[e].tolist()
-        if any(a[k] > 0 for k in over):
-            x[e] = 0
-            dropped += 1
-            ld = [lk - ak for lk, ak in zip(ld, a, strict=True)]
-            over = [k for k in over if ld[k] > c[k]]
-    return x, dropped
+    y = np.array(x, dtype=np.int8, copy=True)
+    ld = _load(np.ascontiguousarray(inst.requests, dtype=np.int64), y)
+    dropped = _repair(y, ld, np.ascontiguousarray(inst.requests, dtype=np.int64),
+                      np.ascontiguousarray(inst.capacities, dtype=np.int64))
+    return y, dropped
 
 
 def net_utility(zraw: np.ndarray, cost: np.ndarray) -> np.ndarray:
@@ -111,3 +99,224 @@ def close_waits(inst: FluctuatingSpeedInstance, origin: np.ndarray, x: np.ndarra
     o = np.array(origin, dtype=np.float64, copy=True)
     o[served] = -1.0
     return o
+
+
+# ------------------------------------------------------------------ compiled slot dynamics
+class SlotTables(NamedTuple):
+    """The instance arrays the compiled slot dynamics read (contiguous, fixed dtypes).
+
+    requests: int64 ``(K, E)``; capacities: int64 ``(K,)``; cost, theta: float64 ``(E,)``;
+    port_of_edge: int64 ``(E,)``.
+    """
+
+    requests: np.ndarray
+    capacities: np.ndarray
+    cost: np.ndarray
+    theta: np.ndarray
+    port_of_edge: np.ndarray
+
+
+def slot_tables(inst: FluctuatingSpeedInstance) -> SlotTables:
+    """:class:`SlotTables` of an instance (build once per env)."""
+    return SlotTables(np.ascontiguousarray(inst.requests, dtype=np.int64),
+                      np.ascontiguousarray(inst.capacities, dtype=np.int64),
+                      np.ascontiguousarray(inst.cost, dtype=np.float64),
+                      np.ascontiguousarray(inst.theta, dtype=np.float64),
+                      np.ascontiguousarray(inst.port_of_edge, dtype=np.int64))
+
+
+#: Layout of the scalar outputs of :func:`slot_kernel` (float64 ``(N_SCALARS,)``).
+REWARD, RAW_UTILITY, EXPECTED, N_SELECTED, N_MASKED, N_REPAIRED, UTIL_MEAN, ORACLE_REALISED, \
+    BAD_INDEX = range(9)
+N_SCALARS = 9
+#: Status codes of :func:`slot_kernel`.
+OK, NON_BINARY, OVER_CAPACITY = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def _load(A: np.ndarray, x: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``A x``, int64 ``(K,)``."""
+    ld = np.zeros(A.shape[0], dtype=np.int64)
+    for e in range(x.shape[0]):
+        if x[e]:
+            for k in range(A.shape[0]):
+                ld[k] += A[k, e]
+    return ld
+
+
+@numba.njit(cache=True)
+def _repair(x: np.ndarray, ld: np.ndarray, A: np.ndarray,
+            c: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Capacity repair of :func:`repair` in place on ``x`` (int8 ``(E,)``) with its load ``ld``
+    (updated too); returns the number of dropped edges. Scanning the selected edges from the
+    highest index is the rule: an edge skipped because it requests no overloaded type never
+    becomes a candidate (loads only fall)."""
+    K = c.shape[0]
+    dropped = 0
+    for e in range(x.shape[0] - 1, -1, -1):
+        over = False
+        hit = False
+        for k in range(K):
+            if ld[k] > c[k]:
+                over = True
+                if A[k, e] > 0:
+                    hit = True
+        if not over:
+            break
+        if x[e] and hit:
+            x[e] = 0
+            dropped += 1
+            for k in range(K):
+                ld[k] -= A[k, e]
+    return dropped
+
+
+@numba.njit(cache=True)
+def _dot(x: np.ndarray, v: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``x @ v`` through BLAS ``ddot`` (the call numpy makes), so sums match numpy bit for bit."""
+    return np.dot(x.astype(np.float64), v)
+
+
+@numba.njit(cache=True)
+def slot_kernel(action: np.ndarray, arrivals: np.ndarray, zraw: np.ndarray, tabs: SlotTables,
+                repair_infeasible: bool, oracle_x: np.ndarray, x: np.ndarray,
+                feedback: np.ndarray, util: np.ndarray,
+                out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """One slot of FluctuatingSpeed-v0, compiled: validate, mask (4), repair (2), score.
+
+    Inputs: ``action`` ``(E,)`` any numeric dtype; ``arrivals`` ``(L,)``; ``zraw`` ``(E,)`` raw
+    utilities ``Z(t)``; ``oracle_x`` int8 ``(E,)`` the oracle's selection of the slot (zeros if
+    unused). Writes the applied selection ``x`` (int8 ``(E,)``), ``feedback`` (float64 ``(E,)``:
+    ``clip(Z - C, 0, 1)`` on used channels, 0 elsewhere), the per-type utilization ``util``
+    (float64 ``(K,)``) and ``out`` (float64 ``(N_SCALARS,)``, see the index constants). Returns
+    ``OK``, ``NON_BINARY`` (``out[BAD_INDEX]`` = first bad index; nothing else written) or
+    ``OVER_CAPACITY`` (only when ``repair_infeasible`` is false; ``x`` is the masked selection).
+    """
+    A, c, cost, theta, port = tabs
+    E = x.shape[0]
+    n_sel = 0
+    n_mask = 0
+    for e in range(E):
+        a = action[e]
+        if a != 0 and a != 1:
+            out[BAD_INDEX] = e
+            return NON_BINARY
+    for e in range(E):
+        if action[e] == 1:
+            n_sel += 1
+            if arrivals[port[e]] > 0:
+                x[e] = 1
+            else:
+                x[e] = 0
+                n_mask += 1
+        else:
+            x[e] = 0
+    ld = _load(A, x)
+    n_rep = 0
+    for k in range(c.shape[0]):
+        if ld[k] > c[k]:
+            if not repair_infeasible:
+                return OVER_CAPACITY
+            n_rep = _repair(x, ld, A, c)
+            break
+    znet = np.empty(E)
+    for e in range(E):
+        znet[e] = min(max(zraw[e] - cost[e], 0.0), 1.0)
+        feedback[e] = znet[e] if x[e] else 0.0
+    u = 0.0
+    for k in range(c.shape[0]):
+        util[k] = ld[k] / c[k] if c[k] > 0 else 0.0
+        u += util[k]
+    out[REWARD] = _dot(x, znet)
+    out[RAW_UTILITY] = _dot(x, zraw - cost)
+    out[EXPECTED] = _dot(x, theta)
+    out[N_SELECTED] = n_sel
+    out[N_MASKED] = n_mask
+    out[N_REPAIRED] = n_rep
+    out[UTIL_MEAN] = u / c.shape[0]
+    out[ORACLE_REALISED] = _dot(oracle_x, znet)
+    return OK
+
+
+@numba.njit(cache=True)
+def advance_waits(origin: np.ndarray, x: np.ndarray, port: np.ndarray, next_arrivals: np.ndarray,
+                  t_next: int, has_next: bool) -> None:  # pragma: no cover - compiled
+    """:func:`close_waits` then (if ``has_next``) :func:`open_waits` for slot ``t_next``, in
+    place on ``origin`` (float64 ``(L,)``)."""
+    for e in range(x.shape[0]):
+        if x[e]:
+            origin[port[e]] = -1.0
+    if has_next:
+        for l in range(origin.shape[0]):
+            if next_arrivals[l] > 0 and origin[l] < 0:
+                origin[l] = t_next
+
+
+@numba.njit(cache=True)
+def observe(arrivals: np.ndarray, util: np.ndarray, feedback: np.ndarray, x: np.ndarray,
+            origin: np.ndarray, t: int, horizon: int, o_arr: np.ndarray, o_util: np.ndarray,
+            o_fb: np.ndarray, o_used: np.ndarray, o_wait: np.ndarray,
+            o_prog: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Fill the float32 observation entries (see the env docstring) at the start of slot ``t``:
+    ``arrivals`` (zeros when ``t = T``), previous slot's ``util`` / ``feedback`` / used ``x``,
+    ``waiting = w(t) / T`` from ``origin`` and ``progress = t / T``."""
+    for l in range(o_arr.shape[0]):
+        o_arr[l] = arrivals[l] if t < horizon else 0.0
+        o_wait[l] = (t - origin[l]) / horizon if origin[l] >= 0 else 0.0
+    for k in range(o_util.shape[0]):
+        o_util[k] = util[k]
+    for e in range(o_fb.shape[0]):
+        o_fb[e] = feedback[e]
+        o_used[e] = x[e]
+    o_prog[0] = t / horizon
+
+
+class SlotOutcome(NamedTuple):
+    """What :func:`apply_slot` returns: the applied selection ``x`` (int8 ``(E,)``), the
+    ``feedback`` (float64 ``(E,)``), the per-type utilization ``util`` (float64 ``(K,)``) and the
+    scalars ``out`` (float64 ``(N_SCALARS,)``: ``out[REWARD]``, ``out[RAW_UTILITY]``, ...)."""
+
+    x: np.ndarray
+    feedback: np.ndarray
+    util: np.ndarray
+    out: np.ndarray
+
+
+def as_selection(action: Any, n_edges: int) -> np.ndarray:
+    """``action`` as a numeric ``(E,)`` array for :func:`slot_kernel` (no copy when it already is
+    one); anything else goes through :func:`validate_selection` (which raises on a bad shape or
+    a non-numeric entry)."""
+    arr = np.asarray(action) if not isinstance(action, np.ndarray) else action
+    if arr.shape != (n_edges,) or arr.dtype.kind not in "biuf":
+        arr = validate_selection(action, n_edges)
+    return arr
+
+
+def capacity_error(tabs: SlotTables, x: np.ndarray) -> ValueError:
+    """The error of ``invalid_action="raise"`` for a (masked) selection that breaks capacity."""
+    load_ = (tabs.requests @ x.astype(np.int64)).tolist()
+    return ValueError(
+        f"action breaks capacity: devices requested A x = {load_} > c = "
+        f"{tabs.capacities.tolist()} (after masking absent ports); use "
+        "invalid_action='repair' to repair it")
+
+
+def apply_slot(tabs: SlotTables, action: Any, arrivals: np.ndarray, zraw: np.ndarray,
+               oracle_x: np.ndarray | None = None, repair_infeasible: bool = True) -> SlotOutcome:
+    """One slot's dynamics (:func:`slot_kernel`) with the env's errors: a bad shape or entry
+    raises :func:`validate_selection`'s ``ValueError``; a selection over capacity raises
+    :func:`capacity_error` unless ``repair_infeasible``. ``arrivals`` float64 ``(L,)``, ``zraw``
+    float64 ``(E,)``, ``oracle_x`` int8 ``(E,)`` (the oracle's selection; ``None``: no oracle)."""
+    E = tabs.cost.shape[0]
+    arr = as_selection(action, E)
+    x = np.empty(E, dtype=np.int8)
+    fb = np.empty(E)
+    util = np.empty(tabs.capacities.shape[0])
+    out = np.zeros(N_SCALARS)
+    ox = np.zeros(E, dtype=np.int8) if oracle_x is None else oracle_x
+    status = slot_kernel(arr, arrivals, zraw, tabs, repair_infeasible, ox, x, fb, util, out)
+    if status == NON_BINARY:
+        validate_selection(action, E)  # raises the message naming the entry
+    if status == OVER_CAPACITY:
+        raise capacity_error(tabs, x)
+    return SlotOutcome(x, fb, util, out)

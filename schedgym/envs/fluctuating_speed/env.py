@@ -2,38 +2,51 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, cast
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
 from schedgym.core.arrays import readonly_view
-from schedgym.core.envbase import (
-    check_render_mode,
-    frac_box,
-    resolve_episode_seed,
-    resolve_instance,
-)
-from schedgym.core.validation import check_bool, check_choice, check_seed
-from schedgym.envs.fluctuating_speed import dynamics
-from schedgym.envs.fluctuating_speed.instance import (
-    SCENARIOS,
-    ArrivalSampler,
-    FluctuatingSpeedInstance,
-    arrival_probs,
-    bernoulli_arrivals,
-    generate,
-    validate_params,
-)
+from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
+from schedgym.core.envbase import SchedEnv, Viewer, frac_box, resolve_episode_seed
+from schedgym.core.validation import check_bool, check_choice
+from schedgym.envs.fluctuating_speed import dynamics, viewer
+from schedgym.envs.fluctuating_speed.generator import SCENARIOS, generate
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
-from schedgym.envs.fluctuating_speed.render import render_ansi, render_rgb
+from schedgym.envs.fluctuating_speed.trace import TRACE_EXTRAS
+from schedgym.envs.fluctuating_speed.types import (
+    INSTANCE_PARAMS,
+    FluctuatingSpeedInstance,
+    FluctuatingSpeedParams,
+)
+from schedgym.envs.fluctuating_speed.viewer import RenderState
 
 INVALID_ACTION_MODES = ("repair", "raise")
 
+#: The type Gymnasium's Env declares for observation spaces.
+ObsSpace = spaces.Space[dict[str, np.ndarray]]
 
-class FluctuatingSpeedEnv(gym.Env):
+
+def _refuse_instance_conflicts(scenario: str, overrides: dict[str, Any]) -> None:
+    """An explicit ``instance=`` fixes everything the generator would draw: refuse overrides that
+    would shape the instance (they would be silently ignored) and builder scenarios."""
+    clash = sorted(k for k in overrides if k in INSTANCE_PARAMS or k in TRACE_EXTRAS)
+    if clash:
+        raise ValueError(
+            f"instance= was given together with {', '.join(clash)}: these shape the instance, "
+            "which instance= already fixes; drop them (only horizon, arrival_prob and "
+            "memory_limit_mb apply beside an explicit instance)"
+        )
+    if SCENARIOS.scenarios[scenario].builder is not None:
+        raise ValueError(
+            f"instance= was given together with scenario={scenario!r}, which builds its own "
+            "instance (and arrivals): use one or the other"
+        )
+
+
+class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     """Online scheduling of multi-server jobs whose processing speed fluctuates (ESDP paper).
 
     ## Description
@@ -41,19 +54,20 @@ class FluctuatingSpeedEnv(gym.Env):
     (channels) ``E``. At the start of every slot each port holds a job with probability ``rho_l``.
     The scheduler selects a set of channels ``x in {0,1}^|E|``; a job may run on several of its
     channels in parallel. Channel ``e`` requests ``a_k^e`` devices of each of ``K`` types and the
-    **cluster-wide** capacity is ``A x <= c``. A used channel yields a random utility
-    ``Z_e(t) ~ N(mu_e, (mu_e/2)^2)`` (unknown mean: the fluctuating speed) minus a known cost
-    ``C_e``; the net utility is normalised as ``clip(Z - C, 0, 1)`` (spec esdp §1.8). Devices are
-    released at the end of the slot; unserved jobs are dropped (no queue).
+    **cluster-wide** capacity is ``A x <= c`` (ESDP §3, constraint (2)). A used channel yields a
+    random utility ``Z_e(t) ~ N(mu_e, (mu_e/2)^2)`` (unknown mean: the fluctuating speed) minus a
+    known cost ``C_e``; the net utility is normalised as ``clip(Z - C, 0, 1)`` (ESDP §3, the
+    normalised AOU; ``docs/envs/fluctuating-speed.md``). Devices are released at the end of the
+    slot; unserved jobs are dropped (no queue).
 
     ## Action Space
     ``MultiBinary(|E|)``: entry ``e`` selects channel ``instance.edges[e]`` (lexicographic
-    ``(l, r)``). Edges of ports without a job are **masked** (set to 0, ``info["n_masked"]``).
-    A selection that breaks capacity is **repaired** by default (``invalid_action="repair"``):
-    while ``A x > c``, drop the selected edge with the highest index among those requesting an
-    overloaded device type (``info["n_repaired"]``, ``info["repaired"]``);
-    ``invalid_action="raise"`` raises ``ValueError`` instead. A wrong shape or an entry other
-    than 0/1 always raises ``ValueError``.
+    ``(l, r)``). Edges of ports without a job are **masked** (set to 0, ``info["n_masked"]``,
+    ESDP constraint (4)). A selection that breaks capacity is **repaired** by default
+    (``invalid_action="repair"``): while ``A x > c``, drop the selected edge with the highest index
+    among those requesting an overloaded device type (``info["n_repaired"]``,
+    ``info["repaired"]``); ``invalid_action="raise"`` raises ``ValueError`` instead. A wrong shape
+    or an entry other than 0/1 always raises ``ValueError``.
 
     ## Observation Space
     ``Dict`` of 1-D float32 boxes in [0, 1] (use ``FlattenObservation`` for an ``MlpPolicy``):
@@ -63,8 +77,8 @@ class FluctuatingSpeedEnv(gym.Env):
     - ``feedback`` ``(|E|,)``: previous slot's realised net utility ``clip(Z_e - C_e, 0, 1)`` on
       every channel that was used, 0 elsewhere (semi-bandit feedback);
     - ``used`` ``(|E|,)``: 1 on the channels used in the previous slot (after masking/repair);
-    - ``waiting`` ``(L,)``: head-of-line waiting time ``w_l(t) / T`` (spec esdp §5.3: slots since
-      the oldest job not served since the port was last served; 0 if none);
+    - ``waiting`` ``(L,)``: head-of-line waiting time ``w_l(t) / T`` (slots since the oldest job
+      not served since the port was last served; 0 if none; the LWTF baseline of ESDP §6);
     - ``progress`` ``(1,)``: ``t / T`` with ``t`` the 0-based slot index.
 
     All zeros except ``arrivals`` at the first slot. ``used`` + ``feedback`` is all an online
@@ -74,38 +88,79 @@ class FluctuatingSpeedEnv(gym.Env):
     ``sum_e x_e clip(Z_e(t) - C_e, 0, 1)`` over the applied selection (the normalised AOU
     increment). ``info``: ``selection`` (applied, int8 ``(|E|,)``), ``arrivals``, ``feedback``
     (``(|E|,)``, realised net utility on used channels, 0 elsewhere), ``reward``,
-    ``raw_utility`` (unclipped
-    ``sum_e x_e (Z_e - C_e)``), ``expected_reward`` (``theta^T x``), ``n_selected``,
-    ``n_masked``, ``n_repaired``, ``repaired``, ``utilization`` (mean over types), ``slot`` and,
-    with ``compute_oracle=True`` (default), ``oracle_value`` (``max theta^T x`` over the
-    feasible, arrival-consistent selections), ``pseudo_regret`` (``oracle_value -
-    expected_reward``) and ``realised_regret`` (oracle's realised net utility minus the reward).
+    ``raw_utility`` (unclipped ``sum_e x_e (Z_e - C_e)``), ``expected_reward``
+    (``theta^T x``), ``n_selected``, ``n_masked``, ``n_repaired``, ``repaired``, ``utilization``
+    (mean over types), ``slot`` and, with ``compute_oracle=True`` (default), ``oracle_value``
+    (``max theta^T x`` over the feasible, arrival-consistent selections), ``pseudo_regret``
+    (``oracle_value - expected_reward``) and ``realised_regret`` (oracle's realised net utility
+    minus the reward).
+
+    ## Starting State
+    ``reset(seed=s)`` pre-draws the episode's arrivals ``(T, L)`` and raw utilities
+    ``(T, |E|)`` from independent streams of ``s``; the first observation holds slot 0's
+    arrivals, every other key is 0.
 
     ## Episode End
-    Truncated after exactly ``T`` slots (``horizon``); never terminated.
+    Truncated after exactly ``T`` slots (``horizon``, also ``env.spec.max_episode_steps``);
+    never terminated.
 
     ## Arguments
     ``gym.make("schedgym/FluctuatingSpeed-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, invalid_action="repair", compute_oracle=True,
-    **overrides)``. Scenarios: ``paper-default`` (spec §6.3), ``paper-headline`` (T = 8000),
-    ``literal-capacity`` (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative
-    sizes and arrivals from the shipped Alibaba trace sample, see
-    :func:`~schedgym.envs.fluctuating_speed.instance.trace_builder`; extra overrides
-    ``slot_seconds`` = 600 and ``degree_cap`` = 4). Overrides (paper symbol): ``n_types`` (|L|),
-    ``n_instances`` (|R|), ``n_resources`` (K), ``horizon`` (T), ``arrival_prob`` (rho, scalar or
-    one per port), ``edge_prob`` (Table 3 rho_(l,r)), ``request_range`` (bounds of A),
-    ``capacity_range`` (bounds of c), ``capacity_scale`` (kappa), ``mean_range`` (mu),
-    ``std_ratio``, ``cost_mean``, ``cost_std``, ``cost_scale`` (lambda). An explicit ``instance``
-    (a :class:`FluctuatingSpeedInstance`) replaces the generator; ``horizon`` and
-    ``arrival_prob`` still apply.
+    **overrides)``. Scenarios: ``paper-default`` (ESDP Table 3), ``paper-headline``
+    (T = 8000), ``literal-capacity`` (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph,
+    relative sizes and arrivals from the shipped Alibaba trace sample, see
+    :mod:`schedgym.envs.fluctuating_speed.trace`; extra overrides ``slot_seconds`` = 600 and
+    ``degree_cap`` = 4). Overrides are the fields of
+    :class:`~schedgym.envs.fluctuating_speed.types.FluctuatingSpeedParams`:
+
+    ==================  ==========  ========================================================
+    override            default     meaning (paper symbol)
+    ==================  ==========  ========================================================
+    ``n_types``         8           ports ``|L|``
+    ``n_instances``     40          servers ``|R|``
+    ``n_resources``     3           device types ``K`` (<= 6)
+    ``horizon``         2000        slots ``T``
+    ``arrival_prob``    0.9         ``rho_l`` (scalar or one per port)
+    ``edge_prob``       0.1         Table 3 ``rho_(l,r)``: ``P[(l, r) in E]``
+    ``request_range``   (1, 2)      ``a_k^e ~ UniformInt{lo..hi}`` devices
+    ``capacity_range``  (1, 2)      ``c_k = kappa * UniformInt{lo..hi}`` devices
+    ``capacity_scale``  3           ``kappa``
+    ``mean_range``      (0.1, 1.0)  ``mu_e ~ U(lo, hi)``
+    ``std_ratio``       0.5         std of ``Z_e`` = ``std_ratio * mu_e``
+    ``cost_mean``       0.5         ``phi_{k,e} ~ N(cost_mean, cost_std^2)``, clipped >= 0
+    ``cost_std``        0.1
+    ``cost_scale``      0.1         ``lambda``: ``C_e = lambda sum_k phi_{k,e}``
+    ``memory_limit_mb`` 4096        refuse sizes whose estimated memory (MiB) is above it
+    ==================  ==========  ========================================================
+
+    An explicit ``instance`` (a :class:`FluctuatingSpeedInstance`) replaces the generator; only
+    ``horizon``, ``arrival_prob`` and ``memory_limit_mb`` apply beside it (the other overrides and
+    builder scenarios are refused).
 
     Seeds: the instance is drawn once from ``instance_seed``; ``reset(seed=s)`` pre-draws the
-    arrivals ``(T, L)`` and raw utilities ``(T, |E|)`` of the whole episode from independent
-    streams, so every agent run with the same ``(instance_seed, s)`` faces the same world
-    (common random numbers).
+    arrivals and utilities of the whole episode, so every agent run with the same
+    ``(instance_seed, s)`` faces the same world (common random numbers).
+
+    ## Vector environment
+    ``gym.make_vec(ENV_ID, n, vectorization_mode="sync")`` (or ``"async"``) runs ``n`` copies;
+    the env is picklable, so ``AsyncVectorEnv`` and SB3's ``SubprocVecEnv`` work.
+
+    ## Version History
+    - v0: first version (ESDP paper's model with the normalised net utility).
+
+    ## Example
+    >>> import gymnasium as gym, schedgym
+    >>> env = gym.make("schedgym/FluctuatingSpeed-v0", horizon=10)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    >>> sorted(obs)
+    ['arrivals', 'feedback', 'progress', 'used', 'utilization', 'waiting']
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
+                "action_modes": ("selection",)}
+    viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
     episode_metrics = {"reward": "sum", "expected_reward": "sum", "raw_utility": "sum",
@@ -122,7 +177,6 @@ class FluctuatingSpeedEnv(gym.Env):
         compute_oracle: bool = True,
         **overrides: Any,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.invalid_action = check_choice("invalid_action", invalid_action,
                                            INVALID_ACTION_MODES)
         self.compute_oracle = check_bool("compute_oracle", compute_oracle)
@@ -130,28 +184,29 @@ class FluctuatingSpeedEnv(gym.Env):
             self.episode_metrics = {k: v for k, v in type(self).episode_metrics.items()
                                     if k not in ("oracle_value", "pseudo_regret",
                                                  "realised_regret")}
-        self.instance_seed = check_seed("instance_seed", instance_seed) or 0
-        self.scenario = scenario
-        instance, params, sampler, _ = resolve_instance(
-            SCENARIOS, scenario, overrides, self.instance_seed, instance,
+        if instance is not None:
+            SCENARIOS.resolve(scenario, overrides)  # unknown names/parameters first
+            _refuse_instance_conflicts(scenario, overrides)
+        inst, raw, sampler, _ = self._setup(
+            render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             FluctuatingSpeedInstance, generate)
-        params = validate_params({**params, "n_types": instance.n_types,
-                                  "n_instances": instance.n_instances,
-                                  "n_resources": instance.n_resources})
-        self.params = params
-        self.instance: FluctuatingSpeedInstance = instance
-        self.horizon: int = params["horizon"]
+        params = FluctuatingSpeedParams.from_mapping(
+            {**raw, "n_types": inst.n_types, "n_instances": inst.n_instances,
+             "n_resources": inst.n_resources})
+        params.check_memory(n_edges=inst.n_edges, capacities=inst.capacities.tolist())
+        self.params: FluctuatingSpeedParams = params
+        self.instance: FluctuatingSpeedInstance = inst
+        self.horizon: int = params.horizon
         self._sample_arrivals: ArrivalSampler = sampler or bernoulli_arrivals(
-            arrival_probs(params, instance.n_types)
-        )
-        self._oracle = OracleSolver(instance)
+            inst.n_types, params.probs(inst.n_types))
+        self._oracle = OracleSolver(inst)
 
-        L, K, E = instance.n_types, instance.n_resources, instance.n_edges
+        L, K, E = inst.n_types, inst.n_resources, inst.n_edges
         self.action_space = spaces.MultiBinary(E)
-        self.observation_space = spaces.Dict({
+        self.observation_space = cast(ObsSpace, spaces.Dict({
             "arrivals": frac_box(L), "utilization": frac_box(K), "feedback": frac_box(E),
             "used": frac_box(E), "waiting": frac_box(L), "progress": frac_box(1),
-        })
+        }))
         self.episode_seed: int | None = None
         self._arrivals = np.zeros((self.horizon, L))
         self._zraw = np.zeros((self.horizon, E))
@@ -195,7 +250,9 @@ class FluctuatingSpeedEnv(gym.Env):
         }
 
     # -------------------------------------------------------------- gym API
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray],
+                                                              dict[str, Any]]:
         super().reset(seed=seed)
         self.episode_seed = resolve_episode_seed(seed, self.np_random)
         inst = self.instance
@@ -208,17 +265,15 @@ class FluctuatingSpeedEnv(gym.Env):
         self._zraw = inst.mean + inst.std * noise
         self._reset_state()
         self._origin = dynamics.open_waits(self._origin, self._arrivals[0], 0)
+        self._needs_reset = False
         return self._obs(), {"arrivals": self._arrivals[0].copy(), "slot": 0}
 
-    def step(self, action: Any):
-        if self._t >= self.horizon:
-            raise RuntimeError("step() called after the episode ended: call reset() first")
+    def _apply(self, action: Any, arr: np.ndarray) -> tuple[np.ndarray, int, int, int]:
+        """Validate, mask and (by ``invalid_action``) repair ``action``; returns ``(x applied,
+        entries requested, entries masked, entries repaired)``."""
         inst = self.instance
-        t = self._t
         x_req = dynamics.validate_selection(action, inst.n_edges)
-        arr = self._arrivals[t]
-        mask = dynamics.edge_mask(inst, arr)
-        x = x_req * mask
+        x = x_req * dynamics.edge_mask(inst, arr)
         n_masked = int(x_req.sum() - x.sum())
         n_repaired = 0
         if not dynamics.is_feasible(inst, x):
@@ -229,31 +284,47 @@ class FluctuatingSpeedEnv(gym.Env):
                     "(after masking absent ports); use invalid_action='repair' to repair it"
                 )
             x, n_repaired = dynamics.repair(inst, x)
-        z_net = dynamics.net_utility(self._zraw[t], inst.cost)
-        reward = float(x @ z_net)
-        used = x.astype(bool)
-        util = dynamics.utilization(inst, x)
+        return x, int(x_req.sum()), n_masked, n_repaired
+
+    def _info(self, x: np.ndarray, arr: np.ndarray, z_net: np.ndarray, reward: float,
+              counts: tuple[int, int, int]) -> dict[str, Any]:
+        """The step's ``info`` (see the class docstring's Rewards section)."""
+        inst = self.instance
+        n_selected, n_masked, n_repaired = counts
         info: dict[str, Any] = {
             "selection": x.copy(),
             "arrivals": arr.copy(),
-            "feedback": np.where(used, z_net, 0.0),
+            "feedback": np.where(x.astype(bool), z_net, 0.0),
             "reward": reward,
-            "raw_utility": float(x @ (self._zraw[t] - inst.cost)),
+            "raw_utility": float(x @ (self._zraw[self._t] - inst.cost)),
             "expected_reward": float(inst.theta @ x),
-            "n_selected": int(x_req.sum()),
+            "n_selected": n_selected,
             "n_masked": n_masked,
             "n_repaired": n_repaired,
             "repaired": n_repaired > 0,
-            "utilization": float(util.mean()),
-            "slot": t,
+            "utilization": float(dynamics.utilization(inst, x).mean()),
+            "slot": self._t,
         }
         if self.compute_oracle:
             x_star, v_star = self._oracle.solve(arr)
             info["oracle_value"] = v_star
             info["pseudo_regret"] = v_star - info["expected_reward"]
             info["realised_regret"] = float(x_star @ z_net) - reward
+        return info
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool,
+                                         dict[str, Any]]:
+        self._check_reset()
+        if self._t >= self.horizon:
+            raise RuntimeError("step() called after the episode ended: call reset() first")
+        inst = self.instance
+        arr = self._arrivals[self._t]
+        x, n_selected, n_masked, n_repaired = self._apply(action, arr)
+        z_net = dynamics.net_utility(self._zraw[self._t], inst.cost)
+        reward = float(x @ z_net)
+        info = self._info(x, arr, z_net, reward, (n_selected, n_masked, n_repaired))
         self._last_x = x
-        self._last_feedback = np.where(used, z_net, 0.0)
+        self._last_feedback = info["feedback"].copy()
         self._origin = dynamics.close_waits(inst, self._origin, x)
         self._t += 1
         if self._t < self.horizon:
@@ -261,9 +332,13 @@ class FluctuatingSpeedEnv(gym.Env):
         truncated = self._t >= self.horizon
         return self._obs(), reward, False, truncated, info
 
-    def render(self):
-        if self.render_mode == "ansi":
-            return render_ansi(self)
-        if self.render_mode == "rgb_array":
-            return render_rgb(self)
-        return None
+    def render_state(self) -> RenderState:
+        """Snapshot of the slot just scheduled for :mod:`~.viewer`."""
+        inst = self.instance
+        t = self._t
+        arr = self._arrivals[t - 1] if t > 0 else np.zeros(inst.n_types)
+        return RenderState(
+            slot=t, horizon=self.horizon, arrivals=arr.copy(), selection=self._last_x.copy(),
+            utilization=dynamics.utilization(inst, self._last_x).astype(np.float32),
+            edges=inst.edges, n_types=inst.n_types, n_instances=inst.n_instances,
+            resource_names=inst.resource_names)

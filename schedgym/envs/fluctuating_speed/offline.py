@@ -1,4 +1,4 @@
-"""The oracle of FluctuatingSpeed-v0 (spec esdp §4.3) and the episode benchmark for
+"""The oracle of FluctuatingSpeed-v0 (ESDP §4, the regret benchmark) and the episode benchmark for
 ``schedgym compare``.
 
 The oracle knows the true mean net utilities ``theta`` and the current arrivals (not the
@@ -16,7 +16,7 @@ import numpy as np
 
 from schedgym.core.knapsack import knapsack_01
 from schedgym.envs.fluctuating_speed.dynamics import edge_mask, net_utility
-from schedgym.envs.fluctuating_speed.instance import FluctuatingSpeedInstance
+from schedgym.envs.fluctuating_speed.types import FluctuatingSpeedInstance
 
 
 class OracleSolver:
@@ -50,7 +50,7 @@ def episode_benchmarks(env: Any) -> dict[str, float]:
     """Benchmark of the episode just played (unwrapped env): ``{"oracle": AOU}``, the realised
     normalised AOU ``sum_t Z~(t)^T x*(t)`` of the oracle on the same arrivals and utility draws
     (common random numbers), so ``oracle - return`` is the agent's realised regret. The
-    pseudo-regret (expected, spec §4.3 primary metric) is the per-step info key
+    pseudo-regret (expected, ESDP's regret of §4) is the per-step info key
     ``pseudo_regret`` summed by ``episode_metrics``."""
     inst = env.instance
     solver = getattr(env, "_oracle", None) or OracleSolver(inst)

@@ -7,8 +7,6 @@ import pytest
 
 from schedgym.envs.fluctuating_speed import FluctuatingSpeedInstance
 
-ENV_ID = "schedgym/FluctuatingSpeed-v0"
-
 
 def tiny_instance() -> FluctuatingSpeedInstance:
     """2 ports, 3 servers, 4 edges, 2 device types, capacity (3, 2).
@@ -29,5 +27,5 @@ def tiny_instance() -> FluctuatingSpeedInstance:
 
 
 @pytest.fixture
-def tiny():
+def tiny() -> FluctuatingSpeedInstance:
     return tiny_instance()

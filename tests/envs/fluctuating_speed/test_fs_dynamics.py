@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedgym.envs.fluctuating_speed import dynamics
-from schedgym.envs.fluctuating_speed.instance import DEFAULTS, clipped_normal_mean, generate
+from schedgym.envs.fluctuating_speed.generator import generate
+from schedgym.envs.fluctuating_speed.types import DEFAULTS, clipped_normal_mean
 
 
 def test_theta_closed_form_matches_spec_value():
-    # spec esdp §1.8: mu = 0.5, C = 0.15 -> theta = 0.3588
+    # mu = 0.5, C = 0.15, std 0.25 -> theta = 0.3588 (docs/envs/fluctuating-speed.md)
     assert clipped_normal_mean(0.5 - 0.15, 0.25) == pytest.approx(0.3588, abs=1e-4)
 
 

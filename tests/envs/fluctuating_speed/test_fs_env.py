@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import schedgym  # noqa: F401  (registers the ids)
-from schedgym.envs.fluctuating_speed import FluctuatingSpeedInstance, dynamics
+from schedgym.envs.fluctuating_speed import ENV_ID, FluctuatingSpeedInstance, dynamics
 from schedgym.envs.fluctuating_speed.offline import OracleSolver, episode_benchmarks
-
-ENV_ID = "schedgym/FluctuatingSpeed-v0"
 
 
 def make(**kw):
@@ -280,7 +278,7 @@ def test_instance_is_read_only_and_reproducible(tiny):
     b = make(instance_seed=3).unwrapped.instance
     np.testing.assert_array_equal(a.edges, b.edges)
     np.testing.assert_array_equal(a.mean, b.mean)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         a.mean[0] = 1.0
     assert tiny.n_edges == 4
 
