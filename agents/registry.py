@@ -1,14 +1,15 @@
 """Build any agent by name: ``agents.make(name, env, **kw)``.
 
 Classical agents register themselves with :func:`register`; learned agents are loaded from a
-Stable-Baselines3 zip with ``"ALGO:path/to/model.zip"`` (``ppo``, ``sac``, ``td3``, ``a2c``,
-``dqn``).
+Stable-Baselines3 zip with ``"ALGO:path/to/model.zip"`` (``ppo``, ``a2c``, ``sac``, ``td3``: the
+algorithms ``schedgym train`` trains). ``env`` may be a plain env, a wrapped env or a vector env
+(see :func:`schedgym.agents.base.unwrap_env`).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ _SUPPORTS: dict[str, tuple[str, ...] | None] = {}
 #: Agents that see hidden information (e.g. true means): references for regret, not competitors.
 _BENCHMARKS: set[str] = set()
 
-SB3_ALGOS = ("ppo", "sac", "td3", "a2c", "dqn", "ddpg")
+#: Learned-agent prefixes: exactly the algorithms ``schedgym train`` accepts.
+SB3_ALGOS = ("ppo", "a2c", "sac", "td3")
 
 
 def register(name: str, entry_point: str, envs: tuple[str, ...] | None = None,
@@ -43,13 +45,38 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def names_for(env_id: str) -> list[str]:
+    """The agents that support ``env_id``, in registration order (the paper's algorithm first,
+    agents for every env last)."""
+    own = [n for n, sup in _SUPPORTS.items() if sup is not None and env_id in sup]
+    return own + [n for n, sup in _SUPPORTS.items() if sup is None]
+
+
 def supported_envs(name: str) -> tuple[str, ...] | None:
+    """The env ids ``name`` supports (None: every env)."""
     return _SUPPORTS.get(name)
 
 
-def _load(entry: str) -> Callable[..., Any]:
+def _load(entry: str) -> Any:
     mod, _, cls = entry.partition(":")
     return getattr(importlib.import_module(mod), cls)
+
+
+def agent_options(name: str) -> dict[str, Any]:
+    """``{option: default}`` of the classical agent ``name``'s constructor (``inspect.Parameter
+    .empty`` for a required one)."""
+    cls = _load(_REGISTRY[name.lower()])
+    out: dict[str, Any] = {}
+    for klass in cls.__mro__:  # follow **kwargs up to the base classes
+        if "__init__" not in vars(klass):
+            continue
+        params = list(inspect.signature(klass.__init__).parameters.values())[2:]  # self, env
+        for p in params:
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                out.setdefault(p.name, p.default)
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return out
 
 
 def load_learned(spec: str, env: Any = None) -> Any:
@@ -67,8 +94,31 @@ def load_learned(spec: str, env: Any = None) -> Any:
     return cls.load(path, device="cpu")
 
 
+def _env_id(env: Any) -> str | None:
+    from schedgym.agents.base import unwrap_env
+
+    spec = getattr(env, "spec", None)
+    if spec is None:
+        spec = getattr(unwrap_env(env)[0], "spec", None)
+    return getattr(spec, "id", None)
+
+
+def _check_options(key: str, kwargs: dict[str, Any]) -> None:
+    opts = agent_options(key)
+    unknown = sorted(set(kwargs) - set(opts))
+    if unknown:
+        listed = ", ".join(f"{k}={v!r}" if v is not inspect.Parameter.empty else k
+                           for k, v in opts.items()) or "none"
+        raise ValueError(f"agent {key!r} has no option {', '.join(unknown)}: its options "
+                         f"(with defaults) are {listed}")
+
+
 def make(name: str, env: Any, **kwargs: Any) -> Any:
-    """Build the agent ``name`` for ``env`` (classical) or load ``"ALGO:path.zip"`` (learned)."""
+    """Build the agent ``name`` for ``env`` (classical) or load ``"ALGO:path.zip"`` (learned).
+
+    Unknown names, unknown options and envs the agent does not support raise ``ValueError``
+    saying what is allowed.
+    """
     if ":" in name and name.split(":", 1)[0].lower() in SB3_ALGOS:
         if kwargs:
             raise ValueError(f"learned agent {name!r} takes no keyword arguments, got "
@@ -80,9 +130,10 @@ def make(name: str, env: Any, **kwargs: Any) -> Any:
             f"agent={name!r} is invalid: must be one of {', '.join(names())}, or ALGO:path.zip "
             f"with ALGO in {', '.join(SB3_ALGOS)}"
         )
-    env_id = getattr(getattr(env, "spec", None), "id", None)
+    env_id = _env_id(env)
     sup = _SUPPORTS[key]
     if sup is not None and env_id is not None and env_id not in sup:
         raise ValueError(f"agent={name!r} does not support env {env_id!r}: it supports "
                          f"{', '.join(sup)}")
+    _check_options(key, kwargs)
     return _load(_REGISTRY[key])(env, **kwargs)

@@ -9,10 +9,11 @@ learner beside OgaSched/ESDP/OnSocMax. Rewards are logged in the env's own units
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
 from schedgym.train.tensorboard import MetricTracker, write_scalars
 
@@ -100,3 +101,36 @@ class WallClockLimit(BaseCallback):
         import time
 
         return time.perf_counter() - self._t0 < self.seconds
+
+
+class ResumableEvalCallback(EvalCallback):
+    """SB3's ``EvalCallback`` that continues an earlier run's evaluation history.
+
+    ``history``: run folder of the earlier run (or None). Its ``evaluations.npz`` is read first, so
+    the file written keeps every earlier evaluation and appends the new ones (SB3's callback would
+    start the file afresh); the best mean reward recorded there is the bar a new evaluation must
+    beat before ``best_model.zip`` is replaced. When ``history`` is another folder than
+    ``best_model_save_path``, its ``best_model.zip`` is copied over first.
+    """
+
+    def __init__(self, eval_env: Any, history: str | Path | None = None, **kwargs: Any) -> None:
+        super().__init__(eval_env, **kwargs)
+        self.history = Path(history) if history is not None else None
+
+    def _init_callback(self) -> None:
+        super()._init_callback()
+        if self.history is None or not (self.history / "evaluations.npz").is_file():
+            return
+        with np.load(self.history / "evaluations.npz") as old:
+            self.evaluations_timesteps = [int(t) for t in old["timesteps"]]
+            self.evaluations_results = [list(map(float, r)) for r in old["results"]]
+            self.evaluations_length = [list(map(int, n)) for n in old["ep_lengths"]]
+        best = self.history / "best_model.zip"
+        if self.evaluations_results and best.is_file():
+            self.best_mean_reward = float(max(np.mean(r) for r in self.evaluations_results))
+            if self.best_model_save_path is not None:
+                target = Path(self.best_model_save_path) / "best_model.zip"
+                if target.resolve() != best.resolve():
+                    import shutil
+
+                    shutil.copyfile(best, target)

@@ -1,32 +1,64 @@
-"""The ``schedgym`` command line: ``schedgym {compare,train,reproduce,bench} ...``.
+"""The ``schedgym`` command line: ``schedgym {list,compare,train,reproduce,bench} ...``.
 
 Each subcommand lives in its own module and exposes ``add_parser(subparsers)`` which registers its
-arguments and sets ``func``; this file only wires them together.
+arguments and sets ``func``; this file wires them together, adds ``schedgym list`` and
+``--version``, and decides how errors reach the user:
+
+- a mistake of the user's (:func:`user_errors`: ``ValueError`` and its subclasses such as
+  ``TraceFormatError``, a missing/unreadable/misplaced file or folder, an unknown Gymnasium env
+  id) prints one line ``schedgym CMD: error: MESSAGE`` and exits with status 2, like argparse's
+  own usage errors;
+- Ctrl-C exits with status 130 (after the subcommand saved what it had);
+- anything else is a bug of ours and keeps its traceback (please report it).
+  ``SCHEDGYM_TRACEBACK=1`` shows the traceback of user errors too.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 
 #: subcommand -> module providing ``add_parser(subparsers)``
 SUBCOMMANDS = {
-    "compare": "train.compare",
-    "train": "train.training",
-    "reproduce": "train.reproduce",
-    "bench": "train.bench",
+    "list": "schedgym.train.cli",
+    "compare": "schedgym.train.compare",
+    "train": "schedgym.train.training",
+    "reproduce": "schedgym.train.reproduce",
+    "bench": "schedgym.train.bench",
 }
 
 
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions reported as one line with exit status 2 (see the module docstring)."""
+    import gymnasium.error as gym_error
+
+    return (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+            PermissionError, FileExistsError, gym_error.Error)
+
+
+def version() -> str:
+    """``schedgym X.Y.Z`` with the installed distribution's version."""
+    import schedgym
+
+    return f"schedgym {schedgym.__version__}"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``schedgym`` parser with every available subcommand."""
     parser = argparse.ArgumentParser(
         prog="schedgym",
         description="Gymnasium environments for online multi-server job scheduling: compare "
         "classical and learned agents, train SB3 learners, reproduce the papers.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    for _name, mod in SUBCOMMANDS.items():
+    parser.add_argument("--version", action="version", version=version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, mod in SUBCOMMANDS.items():
+        if name == "list":
+            add_parser(sub)
+            continue
         try:
             module = importlib.import_module(mod)
         except ModuleNotFoundError as exc:
@@ -37,13 +69,71 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``schedgym list``."""
+    p = sub.add_parser("list", help="list the envs with their agents, scenarios and action modes",
+                       description="List every env id with its agents, scenarios and action "
+                       "modes (the first mode is the default).")
+    p.add_argument("env_id", nargs="?", default=None, help="only this env")
+    p.set_defaults(func=list_main)
+
+
+def env_summary(env_id: str) -> dict[str, list[str]]:
+    """``{"agents": [...], "scenarios": [...], "action_modes": [...]}`` of a registered env id
+    (read from the env's class and package, without building an env)."""
+    import gymnasium as gym
+
+    from schedgym.agents import registry
+
+    spec = gym.spec(env_id)
+    entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
+    mod_name, _, cls_name = entry.partition(":")
+    cls = getattr(importlib.import_module(mod_name), cls_name) if cls_name else None
+    package = importlib.import_module(mod_name.rpartition(".")[0]) if mod_name else None
+    scen = getattr(package, "SCENARIOS", None)
+    modes = getattr(cls, "metadata", {}).get("action_modes", ()) if cls is not None else ()
+    return {"agents": registry.names_for(env_id),
+            "scenarios": list(scen.names()) if scen is not None else [],
+            "action_modes": list(modes) or ["(one)"]}
+
+
+def list_main(args: argparse.Namespace) -> int:
+    """``schedgym list [ENV_ID]``."""
+    import schedgym
+    from schedgym.agents import registry
+    from schedgym.train.cli_options import resolve_env_id
+    from schedgym.train.hyperparams import ALGOS
+
+    ids = [resolve_env_id(args.env_id)] if args.env_id else list(schedgym.ENV_IDS)
+    for env_id in ids:
+        info = env_summary(env_id)
+        agents = [a + (" (clairvoyant reference)" if registry.is_benchmark(a) else "")
+                  for a in info["agents"]]
+        print(env_id)
+        print(f"  agents:       {', '.join(agents)}")
+        print(f"  scenarios:    {', '.join(info['scenarios']) or '(paper default only)'}")
+        print(f"  action modes: {', '.join(info['action_modes'])} (default first)")
+    print(f"learned agents: ALGO:path/to/model.zip with ALGO in {', '.join(ALGOS)} "
+          "(schedgym train ALGO ENV_ID)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ValueError as exc:
-        print(f"schedgym {args.command}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"schedgym {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except user_errors() as exc:
+        if os.environ.get("SCHEDGYM_TRACEBACK"):
+            traceback.print_exc()
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename is not None and str(exc.filename) not in msg:
+            msg = f"{msg}: {exc.filename}"
+        print(f"schedgym {args.command}: error: {msg}", file=sys.stderr)
         return 2
 
 

@@ -38,10 +38,22 @@ OFF_POLICY_ZOO_KEYS = ("noise_type", "noise_std")
 TRAINER_ARGS = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "device",
                 "_init_setup_model")
 SCHEDULE_KEYS = ("learning_rate", "clip_range", "clip_range_vf")
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
-def algo_class(algo: str) -> type:
+def config_dir() -> Path:
+    """The shipped ``configs/`` folder: ``schedgym/configs`` inside the installed package (a link
+    to the repository's top-level ``configs/`` in a checkout)."""
+    from importlib.resources import files
+
+    return Path(str(files("schedgym") / "configs"))
+
+
+def default_config_path(algo: str) -> Path:
+    """The shipped hyperparameter file of ``algo`` (``configs/<algo>.yml``)."""
+    return config_dir() / f"{algo}.yml"
+
+
+def algo_class(algo: str) -> Any:
     """The SB3 class of ``algo`` (``"ppo"`` -> ``stable_baselines3.PPO``)."""
     from schedgym.core.validation import check_choice
 
@@ -64,7 +76,7 @@ def supported_algos(action_space: Any) -> tuple[str, ...]:
 def allowed_keys(algo: str) -> set[str]:
     """Every key a config entry for ``algo`` may hold."""
     cls = algo_class(algo)
-    ctor = set(inspect.signature(cls.__init__).parameters) - set(TRAINER_ARGS)
+    ctor = set(inspect.signature(vars(cls)["__init__"]).parameters) - set(TRAINER_ARGS)
     keys = ctor | set(ZOO_KEYS)
     if algo in BOX_ONLY:
         keys |= set(OFF_POLICY_ZOO_KEYS)
@@ -116,7 +128,7 @@ def normalize_kwargs(value: Any, where: str = "normalize") -> dict[str, Any] | N
     return dict(value)
 
 
-def _policy_class(algo: str, policy: Any) -> type:
+def _policy_class(algo: str, policy: Any) -> Any:
     if isinstance(policy, type):
         return policy
     return algo_class(algo).policy_aliases[policy]
@@ -128,16 +140,20 @@ def _init_params(cls: type) -> set[str]:
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
             continue
-        params = inspect.signature(klass.__init__).parameters.values()
+        params = inspect.signature(vars(klass)["__init__"]).parameters.values()
         names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             break
     return names
 
 
-def validate_entry(algo: str, name: str, entry: Any) -> None:
-    """Raise ``ValueError`` naming the file entry if any key or value is not understood."""
-    where = f"configs/{algo}.yml[{name!r}]"
+def validate_entry(algo: str, name: str, entry: Any, source: str | None = None) -> None:
+    """Raise ``ValueError`` naming the source and entry if any key or value is not understood.
+
+    ``source``: where the entry came from, as the user gave it (the YAML file, or a command-line
+    flag such as ``--hp``); default the shipped ``configs/<algo>.yml``.
+    """
+    where = f"{source or f'configs/{algo}.yml'}[{name!r}]"
     if not isinstance(entry, dict):
         raise ValueError(f"{where} is invalid: must be a mapping of hyperparameters")
     check_known_keys(where, entry, allowed_keys(algo))
@@ -172,18 +188,22 @@ def _is_schedule(text: str) -> bool:
 
 
 def load_file(algo: str, path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """Read and validate every entry of ``configs/<algo>.yml`` (or ``path``)."""
+    """Read and validate every entry of ``configs/<algo>.yml`` (or ``path``); errors name the
+    file read."""
     import yaml
 
     algo_class(algo)
-    path = Path(path) if path is not None else CONFIG_DIR / f"{algo}.yml"
+    path = Path(path) if path is not None else default_config_path(algo)
     if not path.is_file():
         raise ValueError(f"config={str(path)!r} is invalid: file does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config={str(path)!r} is invalid: not YAML ({exc})") from None
     if not isinstance(data, dict):
         raise ValueError(f"config={str(path)!r} is invalid: must map env ids to hyperparameters")
     for name, entry in data.items():
-        validate_entry(algo, str(name), entry)
+        validate_entry(algo, str(name), entry, source=str(path))
     return data
 
 
@@ -198,27 +218,28 @@ def load_config(algo: str, env_id: str, path: str | Path | None = None) -> dict[
                      f"'default' entry: add one (entries: {', '.join(map(str, data))})")
 
 
-def linear_schedule(initial: float):
+def linear_schedule(initial: float) -> Any:
     """rl_zoo3's ``lin_X``: ``X * progress_remaining`` (1 -> 0 over training)."""
     from stable_baselines3.common.utils import LinearSchedule
 
     return LinearSchedule(float(initial), 0.0, 1.0)
 
 
-def split_entry(algo: str, entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_entry(algo: str, entry: dict[str, Any], source: str = "the merged config entry"
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Validated entry -> ``(algorithm kwargs incl. policy, trainer settings)``.
 
     Trainer settings: ``n_timesteps``, ``n_envs``, ``normalize`` (VecNormalize kwargs or None),
     ``env_kwargs``, ``noise`` (``(type, std)`` or None). Wrapper/callback/frame-stack keys are
     honoured by rl_zoo3 only; ``schedgym train`` rejects them with a clear error if set.
     """
-    validate_entry(algo, "entry", entry)
+    validate_entry(algo, "entry", entry, source=source)
     kw = dict(entry)
     for key in ("env_wrapper", "vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"):
         if kw.pop(key, None) is not None:
             raise ValueError(f"{key} is only supported through rl_zoo3 (rl_zoo3 train "
                              "--gym-packages schedgym); remove it for schedgym train")
-    settings = {
+    settings: dict[str, Any] = {
         "n_timesteps": int(kw.pop("n_timesteps", 100_000)),
         "n_envs": int(kw.pop("n_envs", 1)),
         "normalize": normalize_kwargs(kw.pop("normalize", None)),

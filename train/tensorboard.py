@@ -40,10 +40,12 @@ def metric_spec(env: Any) -> dict[str, str]:
 
 
 def step_tags(spec: dict[str, str]) -> list[str]:
+    """``schedgym/step/<key>`` for every key of ``spec``."""
     return [STEP + k for k in spec]
 
 
 def episode_tags(spec: dict[str, str]) -> list[str]:
+    """``schedgym/episode/<key>`` for every key of ``spec``, plus ``avg_reward`` and ``length``."""
     return [EPISODE + k for k in spec] + [EPISODE + "avg_reward", EPISODE + "length"]
 
 
@@ -179,13 +181,35 @@ def env_folder(env_id: str) -> str:
     return env_id.split("/")[-1]
 
 
+def has_events(folder: str | Path) -> bool:
+    """True if ``folder`` holds a TensorBoard event file."""
+    return any(Path(folder).glob("events.out.tfevents.*"))
+
+
+def fresh_run_folder(logdir: str | Path) -> Path:
+    """``logdir`` if it holds no event file yet, else the first free ``logdir-2``, ``-3``, ...
+
+    Two producers (``schedgym train --beside``, ``schedgym compare --tensorboard``, a re-run)
+    never write into, or delete, each other's event files: TensorBoard would draw two runs as one
+    zig-zag curve, and deleting would lose a run.
+    """
+    logdir = Path(logdir)
+    cand, k = logdir, 1
+    while has_events(cand):
+        k += 1
+        cand = logdir.with_name(f"{logdir.name}-{k}")
+    return cand
+
+
 def log_classical(logdir: str | Path, spec: dict[str, str],
                   episodes: Sequence[Iterable[dict[str, float]]], log_every: int = 1000) -> Path:
-    """Write the tags of already-played episodes (``StepRecorder.steps`` lists, in order) into the
-    run folder ``logdir``, windows of ``log_every`` steps as in training. Returns ``logdir``."""
+    """Write the tags of already-played episodes (``StepRecorder.steps`` lists, in order) into a
+    new run folder, windows of ``log_every`` steps as in training. The folder is ``logdir``, or
+    ``fresh_run_folder(logdir)`` if ``logdir`` already holds a run (never deleted). Returns the
+    folder written."""
     from torch.utils.tensorboard import SummaryWriter
 
-    logdir = Path(logdir)
+    logdir = fresh_run_folder(logdir)
     logdir.mkdir(parents=True, exist_ok=True)
     tracker = MetricTracker(spec, 1)
     writer = SummaryWriter(log_dir=str(logdir))
@@ -207,7 +231,8 @@ def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: st
                   scenario: str | None = None, instance_seed: int = 0,
                   overrides: dict[str, Any] | None = None, log_every: int = 1000) -> Path:
     """Play ``agent_spec`` (any agent, classical or ``ppo:model.zip``) on ``seeds`` one after
-    another and write the shared tags to ``logdir`` (e.g. ``runs/GainOverhead-v0/ogasched``)."""
+    another and write the shared tags to ``logdir`` (e.g. ``runs/GainOverhead-v0/ogasched``, or
+    ``ogasched-2`` if that one already holds a run); returns the folder written."""
     from schedgym.train.runner import build_agent, make_env, run_episode
 
     env = make_env(env_id, scenario, instance_seed, overrides)

@@ -22,6 +22,7 @@ class RandomAgent(Agent):
     """
 
     name = "random"
+    any_action_mode = True
 
     def __init__(self, env: Any, seed: int = 0) -> None:
         super().__init__(env)
@@ -36,8 +37,9 @@ class RandomAgent(Agent):
         space.seed(int(gen.integers(0, 2**31 - 1)))
         return {"rng": gen, "space": space}
 
-    def _act(self, obs: dict[str, np.ndarray], state: dict[str, Any], deterministic: bool):
+    def _act(self, obs: dict[str, np.ndarray], state: dict[str, Any],
+             deterministic: bool) -> np.ndarray:
         space = state["space"]
         if isinstance(space, spaces.Box):
             return state["rng"].uniform(space.low, space.high).astype(space.dtype)
-        return space.sample()
+        return np.asarray(space.sample())
