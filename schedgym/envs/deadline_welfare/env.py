@@ -3,7 +3,7 @@ spatio-temporal resource mesh, maximising social welfare (OnSocMax problem)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -11,6 +11,7 @@ from gymnasium import spaces
 from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
     SchedEnv,
+    Viewer,
     clip_unit,
     decode_unit,
     encode_unit,
@@ -19,9 +20,14 @@ from schedgym.core.envbase import (
     unit_box,
     validate_action,
 )
+from schedgym.core.validation import check_bool, check_choice, check_float, check_int
 from schedgym.envs.deadline_welfare import dynamics, viewer
+from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_pricing
 from schedgym.envs.deadline_welfare.generator import (
+    LIMIT_PARAMS,
+    MEMORY_LIMIT_MB,
     SCENARIOS,
+    estimate_memory_mb,
     generate,
     job_limits,
     job_sampler,
@@ -36,6 +42,10 @@ from schedgym.envs.deadline_welfare.types import (
     JobSampler,
     observed_limits,
 )
+from schedgym.envs.deadline_welfare.viewer import RenderState
+
+#: The observation space type (a Dict of float32 boxes).
+ObsSpace = spaces.Space[dict[str, np.ndarray]]
 
 
 class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
@@ -47,23 +57,32 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     ``n`` arrives in slot ``s_n`` with deadline slot ``e_n``, workload ``ρ_n``, allowed instances
     𝒦_n, and for every unit of its window ℛ_n = 𝒦_n x [s_n, e_n] a capability ``x̄_nr``, a
     concave utility ``f_nr`` (``a x``, ``a ln(1+x)`` or ``a sqrt(x)``) and a cluster weight
-    ``β_nr``. The scheduler decides at once how much workload the job gets on every unit of its
-    window, current slot and future slots alike (future entries are reservations). Decisions are
-    irrevocable. Jobs may be served partially.
+    ``β_nr`` (paper §III, problem P1). The scheduler decides at once how much workload the job
+    gets on every unit of its window, current slot and future slots alike (future entries are
+    reservations). Decisions are irrevocable. Jobs may be served partially.
 
     ## Action Space
-    ``Box(-1, 1, (R * T,), float32)``, entry ``r * T + t`` = unit (instance r, slot t). It is
-    mapped affinely to ``[0, x̄_nr]`` on the arriving job's units and to 0 off them
-    (``decode_action``/``encode_action`` convert to and from workload units, for the current job).
-    The documented repair then makes it feasible, in order: (1) mask and per-unit capability (the
-    map already does it; entries outside [-1, 1] are clipped first, ``info["action_clip"]``);
-    (2) clip to the remaining unit capacity ``C_r - ω_r``; (3) if the total exceeds ``ρ_n``,
-    scale down proportionally. ``info["repair_l1"]`` (and its parts ``repair_capacity``,
-    ``repair_workload``) is the L1 distance moved, workload units. NaN/inf entries or a wrong
-    shape raise ``ValueError``.
+    ``action_mode="dispatch"`` (default): ``Box(-1, 1, (R * T,), float32)``, entry ``r * T + t``
+    = unit (instance r, slot t). It is mapped affinely to ``[0, x̄_nr]`` on the arriving job's
+    units and to 0 off them (``decode_action``/``encode_action`` convert to and from workload
+    units, for the current job). The documented repair then makes it feasible, in order: (1) mask
+    and per-unit capability (the map already does it; entries outside [-1, 1] are clipped first,
+    ``info["action_clip"]``); (2) clip to the remaining unit capacity ``C_r - ω_r``; (3) if the
+    total exceeds ``ρ_n``, scale down proportionally. ``info["repair_l1"]`` (and its parts
+    ``repair_capacity``, ``repair_workload``) is the L1 distance moved, workload units.
+
+    ``action_mode="pricing"`` (learnable, low-dimensional): ``Box(-1, 1, (3,), float32)``, a
+    reserve price ``v max(0, a_0)``, a congestion slope ``v max(0, a_1)`` (unit price = reserve +
+    slope x the unit's utilisation) and a served fraction ``min(1, 1 + a_2)`` of ρ_n; the job gets
+    its exact best response to these prices (:mod:`.actions`), feasible by construction (the
+    repair moves nothing). The zero action is the job's myopic welfare maximiser.
+
+    In both modes NaN/inf entries or a wrong shape raise ``ValueError``;
+    ``env.unwrapped.metadata["action_modes"]`` lists the modes, default first.
 
     ## Observation Space
-    ``Dict`` of 1-D float32 boxes (flat mesh vectors in the action's ``r * T + t`` order):
+    ``Dict`` of 1-D float32 boxes (flat mesh vectors in the dispatch action's ``r * T + t``
+    order):
 
     - ``workload`` ``(1,)``: ρ_n;  ``window`` ``(2,)``: first and last slot ``(s_n, e_n)``;
     - ``allowed`` ``(R*T,)`` in {0, 1}: indicator of ℛ_n (locality x time window);
@@ -73,11 +92,16 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     - ``usage`` ``(R*T,)``: ω_r, workload already reserved on each unit; ``capacity``
       ``(R*T,)``: C_r;
     - ``bounds`` ``(2,)``: (ι, v), the bounds of the marginal social welfare that OnSocMax treats
-      as known (spec §1.8; from the episode's jobs with ``bound_mode="oracle"``, else the prior);
-    - ``progress`` ``(1,)``: n / N, jobs decided so far.
+      as known (paper Theorem 2; from the episode's jobs with ``bound_mode="oracle"``, else the
+      prior);
+    - ``progress`` ``(1,)``: n / N, jobs decided so far;
+    - ``instance`` ``(R + 2,)``, only with ``instance_features=True``: every instance's capacity
+      C_r, then their mean and minimum (what changes with ``instance_seed``).
 
-    Job data are float32-representable, so the observation shows them exactly. After the last
-    job the observation has a zero job.
+    The boxes' upper ends come from the parameters (generator supports), never from the drawn
+    instance, so every space depends only on the scenario's sizes, not on ``instance_seed``. Job
+    data are float32-representable, so the observation shows them exactly. After the last job the
+    observation has a zero job.
 
     ## Rewards
     The job's contribution to social welfare, ``Σ_r f_nr(x_nr) + Σ_r β_nr x_nr / C_r`` on the
@@ -89,28 +113,70 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     (Σ x / Σ ρ over the jobs so far), ``utilization`` (mean ω/C over the mesh), ``iota``, ``v``
     and ``alpha_hat`` (the competitive ratio α̂ of these bounds).
 
+    ## Starting State
+    ``reset(seed=s)`` draws the episode's whole job stream from independent named streams of
+    ``s`` (``arrivals``, ``durations``, ``workloads``, ``capability``, ``coef``, ``weights``,
+    ``locality``), so every agent and every action mode run with the same ``(instance_seed, s)``
+    faces the same jobs (common random numbers). The mesh starts empty (ω = 0); the first
+    observation shows job 0.
+
     ## Episode End
-    Terminated after the last job of the episode (``n_jobs``, default 20). An episode without
-    jobs (possible with ``n_jobs=None``) has one step with a null job and reward 0.
+    Terminated after the last job of the episode (``n_jobs``, default 20); never truncated.
+    ``env.spec.max_episode_steps`` is ``n_jobs`` (``None`` with ``n_jobs=None``, where the
+    number of Poisson arrivals has no fixed bound). An episode without jobs (possible with
+    ``n_jobs=None``) has one step with a null job and reward 0. ``step()`` before ``reset()``
+    raises ``gymnasium.error.ResetNeeded``.
 
     ## Arguments
     ``gym.make("schedgym/DeadlineWelfare-v0", scenario="paper-default", instance_seed=0,
-    instance=None, render_mode=None, **overrides)``. Scenarios: ``paper-default``,
-    ``paper-poisson``, ``congested``. Overrides (paper symbol): ``utility`` (linear, log, sqrt),
-    ``n_instances`` (K), ``horizon`` (T), ``n_jobs`` (N; None keeps every Poisson arrival),
-    ``arrival_rate``, ``duration_mean`` (slots), ``workload_mean``/``workload_sd`` (ρ),
-    ``capability_mean``/``capability_sd`` (x̄), ``capacity_mean``/``capacity_sd`` (C),
-    ``coef_range`` (a), ``coef_scope`` (unit, job), ``weight_range`` (β), ``locality_size``,
-    ``sqrt_v_floor`` (δ_v), ``bound_mode`` (oracle, prior). An explicit ``instance`` (a
-    :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the generator.
+    instance=None, render_mode=None, action_mode="dispatch", instance_features=False,
+    memory_limit_mb=2048, **overrides)``. Scenarios: ``paper-default``, ``paper-poisson``,
+    ``congested``, ``alibaba-gpu-2023`` (trace-driven, ``docs/trace-scenarios.md``). An explicit
+    ``instance`` (a :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the
+    generator; overrides that it would ignore or contradict raise. Settings whose episodes would
+    need more than ``memory_limit_mb`` MB (estimate: 64 bytes per job and unit) raise at
+    construction. Overrides (:class:`~.types.DeadlineWelfareParams`, paper §V-A defaults):
 
-    Seeds: the capacities are drawn once from ``instance_seed``; ``reset(seed=s)`` draws the
-    episode's whole job stream from independent named streams of ``s``, so every agent run with
-    the same ``(instance_seed, s)`` faces the same jobs (common random numbers).
+    ===================================  ==========  ==============================================
+    parameter (paper symbol)             default     meaning
+    ===================================  ==========  ==============================================
+    ``n_instances`` (K)                  10          computing instances (nodes)
+    ``horizon`` (T)                      24          one-hour slots
+    ``n_jobs`` (N)                       20          jobs per episode; None: every Poisson arrival
+    ``arrival_rate``                     2.03        Poisson mean arrivals per slot
+    ``duration_mean``                    4.0         D_n ~ Exp(mean) slots; e_n = s_n + floor(D_n)
+    ``workload_mean``/``workload_sd``    18.0/3.0    ρ_n ~ N(mean, sd), floored at 0.1
+    ``capability_mean``/``_sd``          7.0/1.0     x̄_nk ~ N(mean, sd), constant over slots
+    ``capacity_mean``/``capacity_sd``    20.0/2.0    C_k ~ N(mean, sd), constant over slots
+    ``coef_range`` (a)                   (1, 3)      a ~ U[lo, hi]
+    ``coef_scope``                       unit        ``unit``: a per (n, r, t); ``job``: per job
+    ``weight_range`` (β)                 (.1, .5)    β ~ U[lo, hi] per (n, r, t)
+    ``utility``                          linear      ``linear``, ``log``, ``sqrt`` (paper's "poly")
+    ``locality_size``                    None        None: every instance; m: m drawn per job
+    ``sqrt_v_floor`` (δ_v)               0.1         where sqrt's marginal is taken for v
+    ``bound_mode``                       oracle      ``oracle`` (ι, v of the episode), ``prior``
+    ===================================  ==========  ==============================================
+
+    ## Vector environment
+    ``gym.make_vec("schedgym/DeadlineWelfare-v0", num_envs=n)`` works with Gymnasium's
+    ``SyncVectorEnv``/``AsyncVectorEnv`` (the env pickles, every scenario included); a native
+    batched implementation is registered where ``schedgym.envs.deadline_welfare.vector`` exists.
+
+    ## Version History
+    - v0: initial version (OnSocMax mesh, dispatch and pricing action modes, instance features).
+
+    ## Example
+    >>> import gymnasium as gym, schedgym
+    >>> env = gym.make("schedgym/DeadlineWelfare-v0", action_mode="pricing")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    >>> info["repair_l1"] < 1e-9
+    True
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
-    viewer = viewer
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
+                                "action_modes": ACTION_MODES}
+    viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
     episode_metrics = {"reward": "sum", "job_utility": "sum", "cluster_utility": "sum",
@@ -123,38 +189,37 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         instance_seed: int = 0,
         instance: DeadlineWelfareInstance | None = None,
         render_mode: str | None = None,
+        action_mode: str = "dispatch",
+        instance_features: bool = False,
+        memory_limit_mb: float = MEMORY_LIMIT_MB,
         **overrides: Any,
     ) -> None:
-        instance, params, sampler, _ = self._setup(
+        self.action_mode: str = check_choice("action_mode", action_mode, ACTION_MODES)
+        self.instance_features: bool = check_bool("instance_features", instance_features)
+        self.memory_limit_mb = check_float("memory_limit_mb", memory_limit_mb, low=0.0,
+                                           low_open=True)
+        _check_memory(scenario, overrides, instance, self.memory_limit_mb)
+        instance, params, sampler, source = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             DeadlineWelfareInstance, generate)
+        if source == "instance":
+            _check_explicit(instance, overrides)
         params = validate_params({**params, "n_instances": instance.n_instances,
-                                  "horizon": instance.horizon, "utility": instance.utility})
-        self.params = params
+                                  "horizon": instance.horizon, "utility": instance.utility,
+                                  "sqrt_v_floor": instance.sqrt_v_floor,
+                                  "bound_mode": instance.bound_mode})
+        self.params: dict[str, Any] = params
         self.instance: DeadlineWelfareInstance = instance
         if instance.jobs is not None:
             sampler = FixedJobs(instance.jobs)
         self._sample_jobs: JobSampler = sampler or job_sampler(params)
-
-        U = instance.n_units
-        cmax = float(instance.capacity.max())
-        lim = instance.job_limits or job_limits(params)
-        self._limits = lim
-        v_max = self._v_limit(lim)
-        self.action_space = unit_box(U)
-        self.observation_space = spaces.Dict({
-            "workload": frac_box(1, lim[0]),
-            "window": frac_box(2, float(max(instance.horizon - 1, 1))),
-            "allowed": frac_box(U, 1.0),
-            "capability": frac_box(U, lim[1]),
-            "utility_coef": frac_box(U, lim[2]),
-            "cluster_weight": frac_box(U, lim[3]),
-            "utility_family": frac_box(len(FAMILIES), 1.0),
-            "usage": frac_box(U, cmax),
-            "capacity": frac_box(U, cmax),
-            "bounds": frac_box(2, v_max),
-            "progress": frac_box(1, 1.0),
-        })
+        self._limits = instance.job_limits or job_limits(params)
+        self._limit_names = LIMIT_PARAMS if instance.job_limits is None or source != "instance" \
+            else tuple(f"instance.job_limits[{i}]" for i in range(4))
+        self.action_space = unit_box(instance.n_units if action_mode == "dispatch"
+                                     else PRICING_DIM)
+        self.observation_space = cast(ObsSpace, self._observation_space())
+        self._act_dim = instance.n_units if action_mode == "dispatch" else PRICING_DIM
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
         self._capacity32 = instance.capacity.reshape(-1).astype(np.float32)
@@ -166,16 +231,53 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._totals = np.zeros(4)  # job utility, cluster utility, served workload, workload
         self._bounds = (1.0, 1.0)
         self._alpha = 2.0
-        self._last: dict[str, Any] | None = None
+
+    def _observation_space(self) -> spaces.Dict:
+        """The observation boxes; their bounds come from the parameters (job limits, capacity
+        bounds), not from the drawn instance, so they do not depend on the instance seed."""
+        inst = self.instance
+        U, R = inst.n_units, inst.n_instances
+        assert inst.capacity_bounds is not None
+        cmax = inst.capacity_bounds[1]
+        lim = self._limits
+        obs: dict[str, spaces.Space[Any]] = {
+            "workload": frac_box(1, lim[0]),
+            "window": frac_box(2, float(max(inst.horizon - 1, 1))),
+            "allowed": frac_box(U, 1.0),
+            "capability": frac_box(U, lim[1]),
+            "utility_coef": frac_box(U, lim[2]),
+            "cluster_weight": frac_box(U, lim[3]),
+            "utility_family": frac_box(len(FAMILIES), 1.0),
+            "usage": frac_box(U, cmax),
+            "capacity": frac_box(U, cmax),
+            "bounds": frac_box(2, self._v_limit(lim)),
+            "progress": frac_box(1, 1.0),
+        }
+        if self.instance_features:
+            obs["instance"] = frac_box(R + 2, cmax)
+        return spaces.Dict(obs)
 
     def _v_limit(self, lim: tuple[float, float, float, float]) -> float:
-        """Upper end of the ``bounds`` box: the largest ``v`` jobs within ``lim`` can give."""
+        """Upper end of the ``bounds`` box: the largest ``v`` jobs within ``lim`` can give on
+        any capacity within ``capacity_bounds`` (prior mode: also the prior's v)."""
         inst = self.instance
-        if inst.bound_mode == "prior" and inst.prior_bounds is not None:
-            return float(np.float32(inst.prior_bounds[1]) * (1 + 1e-6))
-        cmin = float(inst.capacity.min())
+        assert inst.capacity_bounds is not None
+        cmin = inst.capacity_bounds[0]
         top = lim[2] / (2.0 * np.sqrt(inst.sqrt_v_floor)) if inst.utility == "sqrt" else lim[2]
-        return float(np.float32((top + lim[3] / cmin) * (1 + 1e-6) + 1.0))
+        v = top + lim[3] / cmin
+        if inst.bound_mode == "prior" and inst.prior_bounds is not None:
+            v = max(v, inst.prior_bounds[1])
+        return float(np.float32(v * (1 + 1e-6) + 1.0))
+
+    @property
+    def max_episode_steps(self) -> int | None:
+        """Steps of the longest episode: one per job, ``n_jobs`` (at least 1: an episode
+        without jobs has one null step); ``None`` with ``n_jobs=None`` (every Poisson arrival
+        kept, no fixed bound). Filled into ``env.spec.max_episode_steps``."""
+        if self.instance.jobs is not None:
+            return max(self.instance.jobs.n_jobs, 1)
+        n = self.params["n_jobs"]
+        return None if n is None else max(int(n), 1)
 
     # ---------------------------------------------------------------- accessors
     @property
@@ -211,15 +313,34 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             return np.zeros((self.instance.n_instances, self.instance.horizon))
         return dynamics.unit_upper(jobs, self._n)
 
+    def _decode(self, a: np.ndarray) -> np.ndarray:
+        """Validated, clipped action -> proposed dispatch ``(R, T)`` of the current job."""
+        upper = self._upper()
+        if self.action_mode == "dispatch":
+            return decode_unit(a.reshape(self.instance.n_instances, -1), upper)
+        jobs, n = self.jobs, self._n
+        if n >= jobs.n_jobs:
+            return np.zeros_like(upper)
+        return decode_pricing(a, self.instance.family_code, self._bounds[1], jobs.mask[n],
+                              jobs.capability[n], jobs.coef[n], jobs.weight[n],
+                              self.instance.capacity, self._usage, float(jobs.workload[n]))
+
     def decode_action(self, action: np.ndarray) -> np.ndarray:
-        """Action in [-1, 1] ``(R*T,)`` -> proposed dispatch ``(R, T)`` of the current job in
-        workload units (before the capacity and workload repair; out-of-box entries clipped)."""
-        a = validate_action(action, self.action_space.shape[0])
-        a, _ = clip_unit(a)
-        return decode_unit(a.reshape(self.instance.n_instances, -1), self._upper())
+        """Action in [-1, 1] (``(R*T,)`` in ``"dispatch"`` mode, ``(3,)`` in ``"pricing"``) ->
+        proposed dispatch ``(R, T)`` of the current job in workload units (before the capacity
+        and workload repair, which a pricing decision never needs; out-of-box entries
+        clipped)."""
+        self._check_reset()
+        a = validate_action(action, self._act_dim)
+        return self._decode(clip_unit(a)[0])
 
     def encode_action(self, dispatch: np.ndarray) -> np.ndarray:
-        """Dispatch ``(R, T)`` (or flat) of the current job in workload units -> float32 action."""
+        """Dispatch ``(R, T)`` (or flat) of the current job in workload units -> float32 action
+        of the ``"dispatch"`` mode (the pricing mode has no inverse: it raises)."""
+        self._check_reset()
+        if self.action_mode != "dispatch":
+            raise ValueError(f"action_mode={self.action_mode!r} has no encode_action: only "
+                             "action_mode='dispatch' maps a dispatch to an action")
         x = np.asarray(dispatch, dtype=np.float64)
         if x.size != self.instance.n_units:
             raise ValueError(f"dispatch has shape {x.shape}: must have shape "
@@ -246,96 +367,161 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             obs["workload"][0] = jobs.workload[n]
             obs["window"][:] = (jobs.arrival[n], jobs.deadline[n])
             obs["allowed"] = m.reshape(-1).astype(np.float32)
-            obs["capability"] = np.where(m, jobs.capability[n], 0.0).reshape(-1).astype(
-                np.float32)
-            obs["utility_coef"] = np.where(m, jobs.coef[n], 0.0).reshape(-1).astype(np.float32)
-            obs["cluster_weight"] = np.where(m, jobs.weight[n], 0.0).reshape(-1).astype(
-                np.float32)
+            for key, arr in (("capability", jobs.capability), ("utility_coef", jobs.coef),
+                             ("cluster_weight", jobs.weight)):
+                obs[key] = np.where(m, arr[n], 0.0).reshape(-1).astype(np.float32)
+        if self.instance_features:
+            obs["instance"] = self.instance_feature_vector()
         return obs
 
+    def instance_feature_vector(self) -> np.ndarray:
+        """float32 ``(R + 2,)``: every instance's capacity ``C_r`` (slot 0), then the mean and
+        the minimum over instances (workload units); the observation's ``"instance"`` key."""
+        c = self.instance.capacity[:, 0]
+        return np.concatenate([c, [c.mean(), c.min()]]).astype(np.float32)
+
     # ---------------------------------------------------------------- gym API
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray],
+                                                               dict[str, Any]]:
+        """Draw the episode's jobs from ``seed`` (common random numbers) and return the first
+        job's observation and ``info`` (``n_jobs``, ``iota``, ``v``, ``alpha_hat``,
+        ``episode_seed``)."""
         super().reset(seed=seed)
         self.episode_seed = resolve_episode_seed(seed, self.np_random)
         jobs = self._sample_jobs(self.episode_seed)
+        self._check_jobs(jobs)
         inst = self.instance
-        if jobs.allowed.shape[1] != inst.n_instances or jobs.n_slots != inst.horizon:
-            raise ValueError(f"the job sampler gave jobs for {jobs.allowed.shape[1]} instances x "
-                             f"{jobs.n_slots} slots: the instance has {inst.n_instances} x "
-                             f"{inst.horizon}")
-        seen = observed_limits(jobs)
-        names = ("workload", "capability", "coef", "weight")
-        for name, got, lim in zip(names, seen, self._limits, strict=True):
-            if got > lim * (1 + 1e-9):
-                raise ValueError(f"the episode's jobs have {name} up to {got!r}: must be <= the "
-                                 f"instance's job_limits {lim!r} (the observation box)")
         self._jobs = jobs
+        self._needs_reset = False
         self._n = 0
         self._usage = np.zeros((inst.n_instances, inst.horizon))
         self._X = np.zeros((jobs.n_jobs, inst.n_instances, inst.horizon))
         self._totals = np.zeros(4)
         self._bounds = dynamics.marginal_bounds(inst, jobs)
         self._alpha = alpha_hat(self._bounds[1] / self._bounds[0])
-        self._last = None
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
                 "alpha_hat": self._alpha, "episode_seed": self.episode_seed}
         return self._obs(), info
 
-    def step(self, action: np.ndarray):
+    def _check_jobs(self, jobs: Jobs) -> None:
+        """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
+        sampler can give them; the error names the parameter that sets the box)."""
+        inst = self.instance
+        if jobs.allowed.shape[1] != inst.n_instances or jobs.n_slots != inst.horizon:
+            raise ValueError(f"the job sampler gave jobs for {jobs.allowed.shape[1]} instances x "
+                             f"{jobs.n_slots} slots: the instance has {inst.n_instances} x "
+                             f"{inst.horizon}")
+        names = ("workload", "capability", "coef", "weight")
+        seen = observed_limits(jobs)
+        for name, got, lim, param in zip(names, seen, self._limits, self._limit_names,
+                                         strict=True):
+            if float(np.float32(got)) > float(np.float32(lim)):
+                raise ValueError(f"the episode's jobs have {name} up to {got!r}: must be <= "
+                                 f"{lim!r}, the observation box's upper end set by {param}")
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool,
+                                                 dict[str, Any]]:
+        """Dispatch the current job (see the class docstring); returns the next observation,
+        the job's welfare, ``terminated`` after the last job, ``truncated=False`` and ``info``."""
+        self._check_reset()
         jobs = self.jobs
         N = jobs.n_jobs
         if self._n >= max(N, 1):
             raise RuntimeError("step() called after the episode ended: call reset() first")
         inst = self.instance
-        a = validate_action(action, self.action_space.shape[0])
-        a, clip = clip_unit(a)
+        a, clip = clip_unit(validate_action(action, self._act_dim))
         n = self._n
         if N == 0:  # null job of an empty episode
-            x = np.zeros((inst.n_instances, inst.horizon))
-            rep = dynamics.Repair(x, 0.0, 0.0)
-            fj = fc = 0.0
-            rho = 0.0
+            rep = dynamics.Repair(np.zeros((inst.n_instances, inst.horizon)), 0.0, 0.0)
+            fj = fc = rho = 0.0
         else:
-            upper = dynamics.unit_upper(jobs, n)
-            proposal = decode_unit(a.reshape(inst.n_instances, -1), upper)
-            rep = dynamics.repair(proposal, upper, inst.capacity - self._usage,
-                                  float(jobs.workload[n]))
-            x = rep.dispatch
-            self._usage += x
-            self._X[n] = x
-            fj, fc = dynamics.job_welfare(inst, jobs, n, x)
             rho = float(jobs.workload[n])
+            rep = dynamics.repair(self._decode(a), self._upper(), inst.capacity - self._usage,
+                                  rho)
+            self._usage += rep.dispatch
+            self._X[n] = rep.dispatch
+            fj, fc = dynamics.job_welfare(inst, jobs, n, rep.dispatch)
+        self._n += 1
+        info = self._step_info(rep, fj, fc, rho, clip, n)
+        terminated = self._n >= max(N, 1)
+        if terminated:
+            info["final_usage"] = self._usage.copy()
+        return self._obs(), float(fj + fc), terminated, False, info
+
+    def _step_info(self, rep: dynamics.Repair, fj: float, fc: float, rho: float, clip: float,
+                   n: int) -> dict[str, Any]:
+        """The step's ``info`` (documented under Rewards); updates the running totals."""
+        x = rep.dispatch
         served = float(x.sum())
         self._totals += (fj, fc, served, rho)
-        self._n += 1
-        reward = fj + fc
-        info = {
+        tot = self._totals
+        return {
             "job_utility": fj, "cluster_utility": fc, "dispatch": x,
             "served": served / rho if rho > 0 else 0.0,
             "units_used": int(np.count_nonzero(x > 1e-9)),
             "repair_l1": rep.l1, "repair_capacity": rep.capacity_l1,
             "repair_workload": rep.workload_l1, "action_clip": clip,
-            "slot": int(jobs.arrival[n]) if N else 0, "job": n,
-            "welfare": float(self._totals[0] + self._totals[1]),
-            "welfare_jobs": float(self._totals[0]), "welfare_cluster": float(self._totals[1]),
-            "served_fraction": float(self._totals[2] / self._totals[3]) if self._totals[3] > 0
-            else 0.0,
-            "utilization": float(np.mean(self._usage / inst.capacity)),
+            "slot": int(self.jobs.arrival[n]) if self.jobs.n_jobs else 0, "job": n,
+            "welfare": float(tot[0] + tot[1]),
+            "welfare_jobs": float(tot[0]), "welfare_cluster": float(tot[1]),
+            "served_fraction": float(tot[2] / tot[3]) if tot[3] > 0 else 0.0,
+            "utilization": float(np.mean(self._usage / self.instance.capacity)),
             "iota": self._bounds[0], "v": self._bounds[1], "alpha_hat": self._alpha,
         }
-        terminated = self._n >= max(N, 1)
-        if terminated:
-            info["final_usage"] = self._usage.copy()
-        self._last = info
-        return self._obs(), float(reward), terminated, False, info
 
-    def render_state(self) -> viewer.RenderState:
+    def render_state(self) -> RenderState:
         """The snapshot :mod:`.viewer` draws (utilisation of the mesh, welfare so far)."""
         jobs = self.jobs
         tot = self._totals
-        return viewer.RenderState(
+        return RenderState(
             job_index=self._n, n_jobs=jobs.n_jobs, welfare=float(tot[0] + tot[1]),
             welfare_jobs=float(tot[0]), welfare_cluster=float(tot[1]),
             served_fraction=float(tot[2] / tot[3]) if tot[3] > 0 else 0.0,
             utilization=self._usage / self.instance.capacity,
             current=jobs.mask[self._n] if self._n < jobs.n_jobs else None)
+
+
+#: Parameters an explicit ``instance`` fixes (an override must agree with it).
+_INSTANCE_FIELDS: tuple[str, ...] = ("n_instances", "horizon", "utility", "sqrt_v_floor",
+                                     "bound_mode")
+
+
+def _check_explicit(instance: DeadlineWelfareInstance, overrides: dict[str, Any]) -> None:
+    """Refuse overrides that an explicit ``instance`` would silently ignore or contradict."""
+    for key, value in overrides.items():
+        if key in _INSTANCE_FIELDS:
+            have = getattr(instance, key)
+            if value != have:
+                raise ValueError(f"{key}={value!r} conflicts with the explicit instance "
+                                 f"({key}={have!r}): drop the override or build the instance "
+                                 "with it")
+        elif key in ("capacity_mean", "capacity_sd"):
+            raise ValueError(f"{key}={value!r} has no effect with an explicit instance (its "
+                             "capacity is given): drop the override")
+        elif instance.jobs is not None:
+            raise ValueError(f"{key}={value!r} has no effect: the explicit instance replays "
+                             "fixed jobs; drop the override")
+
+
+def _check_memory(scenario: str, overrides: dict[str, Any],
+                  instance: DeadlineWelfareInstance | None, limit_mb: float) -> None:
+    """Refuse settings whose episodes would need more than ``limit_mb`` MB, before anything
+    is allocated (sizes are validated first, so a bad size is named as such)."""
+    _, p = SCENARIOS.resolve(scenario, overrides)
+    if instance is not None:
+        R, T = instance.n_instances, instance.horizon
+        n_jobs = instance.jobs.n_jobs if instance.jobs is not None else p["n_jobs"]
+    else:
+        R = check_int("n_instances", p["n_instances"], min_value=1)
+        T = check_int("horizon", p["horizon"], min_value=1)
+        n_jobs = p["n_jobs"]
+    if n_jobs is not None:
+        n_jobs = check_int("n_jobs", n_jobs, min_value=1 if instance is None else 0)
+    rate = check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True)
+    need = estimate_memory_mb(R, T, n_jobs, rate)
+    if need > limit_mb:
+        raise ValueError(
+            f"n_instances={R}, horizon={T}, n_jobs={n_jobs} need about {need:,.0f} MB per "
+            f"episode: more than memory_limit_mb={limit_mb:,.0f} (pass a larger "
+            "memory_limit_mb= to allow it)")

@@ -69,11 +69,52 @@ def _gauss(gen: np.random.Generator, mean: float, sd: float, size: Any) -> np.nd
     return np.clip(gen.normal(mean, sd, size), GAUSS_FLOOR, _gauss_hi(mean, sd))
 
 
+def upper_f32(x: float) -> float:
+    """The smallest float32-representable number ``>= x`` (as a float). Generated values are
+    rounded to float32 (:func:`~schedgym.core.arrays.f32`), which may round up: a value ``<= x``
+    rounds to at most ``upper_f32(x)``, so limits built with it always hold."""
+    y = np.float32(x)
+    if float(y) < x:
+        y = np.nextafter(y, np.float32(np.inf))
+    return float(y)
+
+
+#: Parameters that set each entry of :func:`job_limits` (what an error names).
+LIMIT_PARAMS: tuple[str, ...] = ("workload_mean/workload_sd", "capability_mean/capability_sd",
+                                 "coef_range", "weight_range")
+
+
 def job_limits(p: dict[str, Any]) -> tuple[float, float, float, float]:
-    """Largest (workload, capability, coef, weight) the generator can draw with params ``p``."""
-    return (_gauss_hi(p["workload_mean"], p["workload_sd"]),
-            _gauss_hi(p["capability_mean"], p["capability_sd"]),
-            float(p["coef_range"][1]), float(p["weight_range"][1]))
+    """Largest (workload, capability, coef, weight) the generator can draw with params ``p``,
+    float32 values after rounding included."""
+    return (upper_f32(_gauss_hi(p["workload_mean"], p["workload_sd"])),
+            upper_f32(_gauss_hi(p["capability_mean"], p["capability_sd"])),
+            upper_f32(float(p["coef_range"][1])), upper_f32(float(p["weight_range"][1])))
+
+
+def capacity_bounds(p: dict[str, Any]) -> tuple[float, float]:
+    """``(lowest, highest)`` capacity the generator can draw with params ``p`` (whatever the
+    instance seed): the observation boxes use it, so they do not depend on the instance seed."""
+    return GAUSS_FLOOR, upper_f32(_gauss_hi(p["capacity_mean"], p["capacity_sd"]))
+
+
+#: Default of the env's ``memory_limit_mb``: the most memory one episode may need.
+MEMORY_LIMIT_MB = 2048.0
+
+
+def estimate_memory_mb(n_instances: int, horizon: int, n_jobs: int | None,
+                       arrival_rate: float) -> float:
+    """Memory one episode needs, MB: the jobs' ``(N, R, T)`` arrays (capability, coef, weight,
+    mask), the episode dispatch ``X`` and temporaries (64 bytes per job and unit) plus the mesh
+    arrays and observation (256 bytes per unit). With ``n_jobs=None`` N is the Poisson count's
+    mean + 6 sd + 10 (exceeded with probability < 1e-9)."""
+    units = float(n_instances) * float(horizon)
+    if n_jobs is None:
+        mean = arrival_rate * horizon
+        n = mean + 6.0 * math.sqrt(mean) + 10.0
+    else:
+        n = float(n_jobs)
+    return (64.0 * n * units + 256.0 * units) / 2**20
 
 
 def prior_bounds(p: dict[str, Any], capacity: np.ndarray) -> tuple[float, float]:
@@ -106,7 +147,7 @@ def generate(params: dict[str, Any], instance_seed: int) -> DeadlineWelfareInsta
         capacity=capacity, utility=p["utility"], sqrt_v_floor=p["sqrt_v_floor"],
         bound_mode=p["bound_mode"],
         prior_bounds=prior_bounds(p, capacity) if p["bound_mode"] == "prior" else None,
-        job_limits=job_limits(p),
+        job_limits=job_limits(p), capacity_bounds=capacity_bounds(p),
     )
 
 
@@ -148,11 +189,10 @@ class PaperJobSampler:
         e = np.minimum(T - 1, s + np.floor(D).astype(np.int64))
         rho = f32(_gauss(st["workloads"], p["workload_mean"], p["workload_sd"], N))
         xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
-        if p["coef_scope"] == "job":
-            coef = f32(st["coef"].uniform(*p["coef_range"], N))
-        else:
-            coef = f32(st["coef"].uniform(*p["coef_range"], (N, R, T)))
-        weight = f32(st["weights"].uniform(*p["weight_range"], (N, R, T)))
+        a_lo, a_hi = p["coef_range"]
+        b_lo, b_hi = p["weight_range"]
+        coef = f32(st["coef"].uniform(a_lo, a_hi, N if p["coef_scope"] == "job" else (N, R, T)))
+        weight = f32(st["weights"].uniform(b_lo, b_hi, (N, R, T)))
         allowed = np.ones((N, R), dtype=bool)
         m = p["locality_size"]
         if m is not None and m < R:

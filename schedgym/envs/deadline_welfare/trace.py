@@ -35,11 +35,13 @@ coefficients, cluster weights  streams as ``paper-default``)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from schedgym.core import rng as rngs
+from schedgym.core.arrays import f32
 from schedgym.core.validation import check_bool, check_choice, check_float
 from schedgym.data.trace_mapping import (
     TraceProblem,
@@ -49,23 +51,21 @@ from schedgym.data.trace_mapping import (
 )
 from schedgym.envs.deadline_welfare.generator import (
     DEFAULTS,
+    GAUSS_FLOOR,
     SCENARIOS,
     job_limits,
     job_sampler,
     prior_bounds,
+    upper_f32,
     validate_params,
 )
-from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs, JobSampler
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 NAME = "alibaba-gpu-2023"
 PARAMS: dict[str, Any] = {}
 EXTRA: dict[str, Any] = {"slot_seconds": 3600.0, "constraints": True, "deadline": "synthetic",
                          "trace": None}
 DEADLINE_SOURCES = ("synthetic", "trace")
-
-
-def _f32(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a, dtype=np.float32).astype(np.float64)
 
 
 def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
@@ -87,55 +87,89 @@ def node_sizes(tp: TraceProblem) -> np.ndarray:
     return rel[:, mean > 0].mean(axis=1)
 
 
+@dataclass(frozen=True, eq=False)
+class TraceJobSampler:
+    """The scenario's job stream (picklable): the trace tasks of a window of ``T`` slots drawn
+    from the episode seed, with the paper generator's synthetic fields (see the module table).
+
+    Attributes:
+        params: validated generator parameters (``horizon``, ``n_jobs``, ``duration_mean`` and
+            the synthetic fields' parameters).
+        deadline: ``"synthetic"`` or ``"trace"``.
+        times, durations: float ``(M,)``: creation time and run time (s) of every trace task.
+        runnable: bool ``(M,)``: tasks that some sampled node can run.
+        allowed: bool ``(M, R)``: the nodes each task may use.
+        slot_seconds: slot length, seconds.
+    """
+
+    params: dict[str, Any]
+    deadline: str
+    times: np.ndarray
+    durations: np.ndarray
+    runnable: np.ndarray
+    allowed: np.ndarray
+    slot_seconds: float
+
+    def _window(self, episode_seed: int) -> tuple[float, np.ndarray]:
+        """Start time of the episode's window and its tasks (arrival order)."""
+        T, dt, times = self.params["horizon"], self.slot_seconds, self.times
+        t_first, t_last = float(times.min()), float(times.max())
+        n_start = max(1, int(np.floor((t_last - t_first) / dt)) - T + 2)
+        start = t_first + dt * int(rngs.stream(episode_seed, "trace_window").integers(0, n_start))
+        idx = np.flatnonzero(self.runnable & (times >= start) & (times < start + T * dt))
+        n_jobs = self.params["n_jobs"]
+        if n_jobs is not None and idx.size > n_jobs:
+            pick = rngs.stream(episode_seed, "trace_jobs").choice(idx.size, n_jobs,
+                                                                   replace=False)
+            idx = idx[np.sort(pick)]
+        return start, idx[np.argsort(times[idx], kind="stable")]
+
+    def __call__(self, episode_seed: int) -> Jobs:
+        """One episode's jobs from ``episode_seed``."""
+        p, dt = self.params, self.slot_seconds
+        T, R = p["horizon"], self.allowed.shape[1]
+        start, idx = self._window(episode_seed)
+        N = int(idx.size)
+        s = np.floor((self.times[idx] - start) / dt).astype(np.int64)
+        if self.deadline == "trace":
+            dur = np.nan_to_num(self.durations[idx], nan=0.0) / dt
+        else:
+            dur = rngs.stream(episode_seed, "durations").exponential(p["duration_mean"], N)
+        e = np.minimum(T - 1, s + np.floor(np.maximum(dur, 0.0)).astype(np.int64))
+        synth = job_sampler({**p, "n_instances": R, "n_jobs": max(N, 1)})(episode_seed)
+        return Jobs(arrival=s, deadline=e, workload=synth.workload[:N],
+                    allowed=self.allowed[idx], capability=synth.capability[:N],
+                    coef=synth.coef[:N], weight=synth.weight[:N], n_slots_hint=T)
+
+
 def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareInstance,
-                                                                 JobSampler]:
+                                                                 TraceJobSampler]:
     """Scenario builder: ``(instance, job sampler)`` from the shipped trace sample."""
     p = validate_params({k: v for k, v in params.items() if k in DEFAULTS})
     deadline = check_choice("deadline", params["deadline"], DEADLINE_SOURCES)
     tp = trace_problem(params, instance_seed)
     tr = tp.trace
+    assert tr is not None
     R, T = tp.n_instances, p["horizon"]
-    dt = tp.slot_seconds
-    capacity = np.repeat(_f32(p["capacity_mean"] * node_sizes(tp))[:, None], T, axis=1)
-    capacity = np.maximum(capacity, _f32(0.1))
+    capacity = np.repeat(f32(p["capacity_mean"] * node_sizes(tp))[:, None], T, axis=1)
+    capacity = np.maximum(capacity, f32(GAUSS_FLOOR))
+    # a node's size is a mean of ratios capacity / sample mean, each <= R: C <= capacity_mean R
+    c_hi = upper_f32(max(p["capacity_mean"] * R, float(f32(GAUSS_FLOOR))))
     instance = DeadlineWelfareInstance(
         capacity=capacity, utility=p["utility"], sqrt_v_floor=p["sqrt_v_floor"],
         bound_mode=p["bound_mode"],
         prior_bounds=prior_bounds(p, capacity) if p["bound_mode"] == "prior" else None,
-        job_limits=job_limits(p),
+        job_limits=job_limits(p), capacity_bounds=(GAUSS_FLOOR, c_hi),
     )
     cls = task_classes(tr)
-    names = np.unique(cls)
-    allowed_by_class = {c: class_allowed_nodes(tr, c)[tp.node_index] for c in names}
-    runnable = np.array([allowed_by_class[c].any() for c in cls])
-    times = tr.task_time
-    t_first, t_last = float(times.min()), float(times.max())
-    n_start = max(1, int(np.floor((t_last - t_first) / dt)) - T + 2)
-    n_jobs = p["n_jobs"]
-
-    def sample(episode_seed: int) -> Jobs:
-        start = t_first + dt * int(rngs.stream(episode_seed, "trace_window").integers(0, n_start))
-        idx = np.flatnonzero(runnable & (times >= start) & (times < start + T * dt))
-        if n_jobs is not None and idx.size > n_jobs:
-            pick = rngs.stream(episode_seed, "trace_jobs").choice(idx.size, n_jobs,
-                                                                   replace=False)
-            idx = idx[np.sort(pick)]
-        idx = idx[np.argsort(times[idx], kind="stable")]
-        N = int(idx.size)
-        s = np.floor((times[idx] - start) / dt).astype(np.int64)
-        if deadline == "trace":
-            dur = np.nan_to_num(tr.task_duration[idx], nan=0.0) / dt
-        else:
-            dur = rngs.stream(episode_seed, "durations").exponential(p["duration_mean"], N)
-        e = np.minimum(T - 1, s + np.floor(np.maximum(dur, 0.0)).astype(np.int64))
-        allowed = np.stack([allowed_by_class[c] for c in cls[idx]]) if N else \
-            np.zeros((0, R), dtype=bool)
-        synth = job_sampler({**p, "n_instances": R, "n_jobs": max(N, 1)})(episode_seed)
-        return Jobs(arrival=s, deadline=e, workload=synth.workload[:N], allowed=allowed,
-                    capability=synth.capability[:N], coef=synth.coef[:N],
-                    weight=synth.weight[:N], n_slots_hint=T)
-
-    return instance, sample
+    allowed_by_class = {c: class_allowed_nodes(tr, c)[tp.node_index] for c in np.unique(cls)}
+    allowed = np.stack([allowed_by_class[c] for c in cls]) if cls.size else \
+        np.zeros((0, R), dtype=bool)
+    sampler = TraceJobSampler(
+        params={**p, "n_instances": R}, deadline=deadline, times=np.asarray(tr.task_time),
+        durations=np.asarray(tr.task_duration, dtype=np.float64),
+        runnable=np.asarray(allowed.any(axis=1)), allowed=allowed, slot_seconds=tp.slot_seconds)
+    return instance, sampler
 
 
 SCENARIOS.register(

@@ -186,6 +186,9 @@ class DeadlineWelfareInstance:
         job_limits: largest ``(workload, capability, coef, weight)`` any episode's jobs may have
             (the observation boxes' upper ends); ``None``: from ``jobs`` if fixed, else the env
             takes them from the generator parameters. Jobs beyond them raise at ``reset``.
+        capacity_bounds: ``(lowest, highest)`` capacity of the distribution the instance is drawn
+            from (generated instances: the generator's support), so that the observation boxes
+            do not depend on the instance seed; ``None``: the min and max of ``capacity``.
     """
 
     capacity: np.ndarray
@@ -195,6 +198,7 @@ class DeadlineWelfareInstance:
     prior_bounds: tuple[float, float] | None = None
     jobs: Jobs | None = None
     job_limits: tuple[float, float, float, float] | None = None
+    capacity_bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         cap = check_array("capacity", self.capacity, shape=(None, None))
@@ -228,7 +232,20 @@ class DeadlineWelfareInstance:
         if self.job_limits is not None:
             lim = check_array("job_limits", self.job_limits, shape=(4,), low=0.0)
             object.__setattr__(self, "job_limits", tuple(float(v) for v in lim))
+        self._set_capacity_bounds(cap)
         object.__setattr__(self, "capacity", readonly(cap))
+
+    def _set_capacity_bounds(self, cap: np.ndarray) -> None:
+        """Validate ``capacity_bounds`` (they must hold every entry of ``capacity``)."""
+        if self.capacity_bounds is None:
+            object.__setattr__(self, "capacity_bounds", (float(cap.min()), float(cap.max())))
+            return
+        lo, hi = check_range("capacity_bounds", self.capacity_bounds, low=0.0)
+        if lo <= 0 or lo > cap.min() or hi < cap.max():
+            raise ValueError(f"capacity_bounds={self.capacity_bounds!r} is invalid: must be "
+                             f"(lo, hi) with 0 < lo <= min(capacity) = {cap.min()!r} and hi >= "
+                             f"max(capacity) = {cap.max()!r}")
+        object.__setattr__(self, "capacity_bounds", (lo, hi))
 
     @property
     def n_instances(self) -> int:

@@ -1,0 +1,160 @@
+"""Action modes of DeadlineWelfare-v0 and the decoder of the learnable ``"pricing"`` mode.
+
+``"dispatch"`` (default): ``Box(-1, 1, (R*T,))``, one entry per resource unit, mapped affinely to
+``[0, x̄_nr]`` and made feasible by the env's repair (see the env docstring).
+
+``"pricing"``: ``Box(-1, 1, (3,))``, three scalars per job, ``a = (a_0, a_1, a_2)``:
+
+- base reserve price ``p_0 = v max(0, a_0)``;
+- congestion slope ``p_1 = v max(0, a_1)``; the price of unit ``r`` is
+  ``p_r = p_0 + p_1 ω_r / C_r`` (ω_r / C_r the unit's utilisation before the job);
+- served fraction ``q = min(1, 1 + a_2)`` of the job's workload ρ_n,
+
+with ``v`` the upper bound of the marginal social welfare (the observation's ``bounds[1]``, the
+scale of OnSocMax's pricing function, paper Theorem 2). The decoder returns the job's exact best
+response to these prices, the per-job problem
+
+    max_x  Σ_r f_r(x_r) + (β_r / C_r - p_r) x_r
+    s.t.   Σ_r x_r <= q ρ_n,   0 <= x_r <= room_r = max(0, min(x̄_r, C_r - ω_r))  (r in ℛ_n),
+
+which is OnSocMax's per-job problem P3 with a price that is constant within the decision instead
+of φ(ω). It is feasible by construction (constraints (4)-(7) of P1), so the env's repair has
+nothing to do. With the zero action (the initial mean of an SB3 Gaussian policy) the prices are 0
+and q = 1: the job gets its myopic welfare maximiser, a MAX-FIRST-like policy; a learner improves
+on it by reserving capacity (positive prices) for later, more valuable jobs.
+
+Solution (KKT): with the multiplier λ >= 0 of the workload constraint and ``m_r = λ + p_r -
+β_r / C_r``, ``x_r(λ) = room_r`` where ``m_r <= 0`` and else ``clip(g_r(m_r), 0, room_r)`` with
+``g = (f')^{-1}``: linear ``a x`` -> ``room_r`` if ``a_r > m_r`` else 0 (ties at ``a_r = m_r``:
+filled in flat order r * T + t until the budget is met); log -> ``a_r / m_r - 1``; sqrt ->
+``(a_r / (2 m_r))^2``. λ = 0 if ``Σ x(0) <= q ρ``; else linear: greedy by ``a_r + β_r / C_r -
+p_r`` (stable order, last unit filled partially), concave: bisection on λ (100 halvings, keeping the
+feasible side) and a final scale-down so ``Σ x <= q ρ`` holds exactly in floating point.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+#: Names of the action modes, default first (``env.unwrapped.metadata["action_modes"]``).
+ACTION_MODES: tuple[str, ...] = ("dispatch", "pricing")
+#: Size of the ``"pricing"`` action.
+PRICING_DIM = 3
+
+
+def pricing_params(action: np.ndarray, v: float) -> tuple[float, float, float]:
+    """``(p_0, p_1, q)`` of a pricing action ``(3,)`` in [-1, 1] and the price scale ``v``."""
+    a0, a1, a2 = (float(x) for x in action)
+    return v * max(0.0, a0), v * max(0.0, a1), min(1.0, 1.0 + a2)
+
+
+@numba.njit(cache=True)
+def _response(code: int, a: np.ndarray, m: np.ndarray, room: np.ndarray,
+              out: np.ndarray) -> float:
+    """``x(λ)`` of the concave families into ``out`` given ``m = λ + p - β/C``; returns Σ x."""
+    s = 0.0
+    for r in range(a.size):
+        if m[r] <= 0.0:
+            x = room[r]
+        elif code == 1:
+            x = a[r] / m[r] - 1.0
+        else:
+            x = (a[r] / (2.0 * m[r])) ** 2
+        x = min(max(x, 0.0), room[r])
+        out[r] = x
+        s += x
+    return s
+
+
+@numba.njit(cache=True)
+def _concave(code: int, a: np.ndarray, net: np.ndarray, room: np.ndarray,
+             budget: float) -> np.ndarray:
+    """Concave families: water-filling on λ (``net = β/C - p``)."""
+    U = a.size
+    x = np.empty(U)
+    if _response(code, a, -net, room, x) <= budget:
+        return x
+    lo, hi = 0.0, 1.0
+    amax = 0.0
+    for r in range(U):
+        amax = max(amax, a[r])
+        hi = max(hi, net[r])
+    if code == 1:
+        hi += amax  # m >= a_r -> x_r = a_r / m - 1 <= 0
+    else:
+        hi += amax / (2.0 * np.sqrt(budget / U)) if budget > 0 else 1e300
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if _response(code, a, mid - net, room, x) > budget:
+            lo = mid
+        else:
+            hi = mid
+    s = _response(code, a, hi - net, room, x)
+    if s > budget:
+        x *= budget / s
+    return x
+
+
+@numba.njit(cache=True)
+def _linear(a: np.ndarray, net: np.ndarray, room: np.ndarray, budget: float) -> np.ndarray:
+    """Linear family: fractional knapsack by ``a + β/C - p`` (stable order)."""
+    x = np.zeros(a.size)
+    value = a + net
+    order = np.argsort(-value, kind="mergesort")
+    left = budget
+    for i in order:
+        if value[i] <= 0.0 or left <= 0.0:
+            break
+        x[i] = min(room[i], left)
+        left -= x[i]
+    return x
+
+
+def best_response(code: int, coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
+                  room: np.ndarray, price: np.ndarray, budget: float) -> np.ndarray:
+    """The job's best response to unit prices (the problem in the module docstring).
+
+    Args:
+        code: utility family code (0 linear, 1 log, 2 sqrt).
+        coef, weight, capacity, room, price: float ``(m,)`` on the job's units: ``a_r``,
+            ``β_r``, ``C_r``, ``room_r >= 0`` (workload units) and ``p_r >= 0``.
+        budget: ``q ρ_n >= 0``, workload units.
+
+    Returns:
+        float64 ``(m,)``: ``0 <= x <= room`` with ``Σ x <= budget``.
+    """
+    a = np.ascontiguousarray(coef, dtype=np.float64)
+    net = np.ascontiguousarray(np.asarray(weight, dtype=np.float64)
+                               / np.asarray(capacity, dtype=np.float64)
+                               - np.asarray(price, dtype=np.float64))
+    room = np.ascontiguousarray(np.maximum(np.asarray(room, dtype=np.float64), 0.0))
+    budget = max(float(budget), 0.0)
+    if a.size == 0:
+        return np.zeros(0)
+    if code == 0:
+        return _linear(a, net, room, budget)
+    return _concave(int(code), a, net, room, budget)
+
+
+def decode_pricing(action: np.ndarray, code: int, v: float, mask: np.ndarray,
+                   capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+                   capacity: np.ndarray, usage: np.ndarray, workload: float) -> np.ndarray:
+    """A ``"pricing"`` action ``(3,)`` (already validated and clipped to [-1, 1]) -> the job's
+    feasible dispatch ``(R, T)`` in workload units.
+
+    ``mask`` (bool), ``capability``, ``coef``, ``weight`` are the job's ``(R, T)`` arrays,
+    ``capacity`` and ``usage`` the mesh's ``C`` and ``ω`` ``(R, T)``, ``v`` the price scale,
+    ``workload`` ρ_n.
+    """
+    p0, p1, q = pricing_params(action, v)
+    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
+    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
+    use = np.asarray(usage, dtype=np.float64).reshape(-1)[idx]
+    room = np.maximum(0.0, np.minimum(np.asarray(capability).reshape(-1)[idx], cap - use))
+    price = p0 + p1 * use / cap
+    x = best_response(code, np.asarray(coef).reshape(-1)[idx],
+                      np.asarray(weight).reshape(-1)[idx], cap, room, price, q * workload)
+    out = np.zeros(np.asarray(mask).size)
+    out[idx] = x
+    return out.reshape(np.shape(mask))
