@@ -19,6 +19,10 @@ _ENVS = {
 #: ``gym.make_vec(..., vectorization_mode="vector_entry_point")``.
 _VECTOR = {
     "schedgym/GainOverhead-v0": "schedgym.envs.gain_overhead.vector:GainOverheadVectorEnv",
+    "schedgym/FluctuatingSpeed-v0":
+        "schedgym.envs.fluctuating_speed.vector:FluctuatingSpeedVectorEnv",
+    "schedgym/DeadlineWelfare-v0":
+        "schedgym.envs.deadline_welfare.vector:DeadlineWelfareVectorEnv",
 }
 
 for _id, _entry in _ENVS.items():

@@ -179,14 +179,13 @@ class Repair:
 
 
 @numba.njit(cache=True)
-def repair_kernel(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
-                  workload: float) -> tuple[np.ndarray, float, float]:
-    """:func:`repair` on flat arrays ``(U,)``: ``(dispatch, capacity_l1, workload_l1)``."""
-    U = proposal.size
-    y = np.empty(U)
+def _repair_into(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
+                 workload: float, y: np.ndarray) -> tuple[float, float]:
+    """The repair rule of :func:`repair` on flat ``(U,)`` arrays, written into ``y``; returns
+    ``(capacity_l1, workload_l1)``."""
     cap_l1 = 0.0
     total = 0.0
-    for r in range(U):
+    for r in range(proposal.size):
         x = min(max(proposal[r], 0.0), upper[r])
         v = min(x, max(remaining[r], 0.0))
         cap_l1 += x - v
@@ -195,11 +194,44 @@ def repair_kernel(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray
     wl_l1 = 0.0
     if total > workload:
         scale = workload / total
-        for r in range(U):
+        for r in range(proposal.size):
             z = y[r] * scale
             wl_l1 += y[r] - z
             y[r] = z
+    return cap_l1, wl_l1
+
+
+@numba.njit(cache=True)
+def repair_kernel(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
+                  workload: float) -> tuple[np.ndarray, float, float]:
+    """:func:`repair` on flat arrays ``(U,)``: ``(dispatch, capacity_l1, workload_l1)``."""
+    y = np.empty(proposal.size)
+    cap_l1, wl_l1 = _repair_into(proposal, upper, remaining, workload, y)
     return y, cap_l1, wl_l1
+
+
+@numba.njit(cache=True)
+def apply_batch(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
+                usage: np.ndarray, workload: np.ndarray, mask: np.ndarray, coef: np.ndarray,
+                weight: np.ndarray, active: np.ndarray, x: np.ndarray,
+                out: np.ndarray) -> None:
+    """One step of every active env of a batch, as the single env does it: repair the proposal
+    (rows of ``(B, U)`` arrays) against the remaining capacity ``capacity - usage``, add the
+    dispatch to ``usage`` (in place) and score it. Writes the dispatch into ``x`` ``(B, U)``
+    and ``(capacity_l1, workload_l1, job utility, cluster utility)`` into ``out`` ``(B, 4)``;
+    inactive rows are left untouched."""
+    U = capacity.size
+    rem = np.empty(U)
+    for b in range(proposal.shape[0]):
+        if not active[b]:
+            continue
+        for r in range(U):
+            rem[r] = capacity[r] - usage[b, r]
+        out[b, 0], out[b, 1] = _repair_into(proposal[b], upper[b], rem, workload[b], x[b])
+        for r in range(U):
+            usage[b, r] += x[b, r]
+        out[b, 2], out[b, 3] = welfare_kernel(code, x[b], mask[b], coef[b], weight[b],
+                                              capacity)
 
 
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
