@@ -8,16 +8,24 @@ Reward (spec ogasched §1.6, the separable "nice setup")::
 
     q(x, y) = sum_l x_l [ sum_k sum_{r in R_l} f_r^k(y_(l,r)^k)  -  max_k beta_k Y_l^k ]
     Y_l^k   = sum_{r in R_l} y_(l,r)^k
+
+The formulas live once, in numba kernels (``cache=True``; the first call in a fresh install
+compiles them, about a second each, later processes load them from ``__pycache__``): the
+projection of every (instance, resource) group (:func:`project_grouped`), the reward
+(:func:`reward_parts`), the supergradient (:func:`supergradient`), and :func:`score_batch`, which
+projects and scores a batch of pre-projection allocations in one call for the env and the vector
+env (one copy = a batch of one, so both give the same bits).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from schedgym.core import utilities
-from schedgym.core.projection import project_columns, project_paper
+from schedgym.core.projection import project_group, project_paper
+from schedgym.core.utilities import derivative_one, value_one
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -41,16 +49,51 @@ def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     return np.add.reduceat(y, inst.type_starts, axis=0)
 
 
+@numba.njit(cache=True)
+def _dominant(y: np.ndarray, beta: np.ndarray, lo: int, hi: int) -> tuple[int, float]:
+    """``(k*, max_k beta_k Y^k)`` over the edges ``lo:hi`` of one type (lowest k on ties)."""
+    best_k, best = 0, -np.inf
+    for k in range(y.shape[1]):
+        tot = 0.0
+        for e in range(lo, hi):
+            tot += y[e, k]
+        w = tot * beta[k]
+        if w > best:
+            best_k, best = k, w
+    return best_k, best
+
+
+@numba.njit(cache=True)
+def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float,
+                   type_starts: np.ndarray, beta: np.ndarray, type_gain: np.ndarray,
+                   type_pen: np.ndarray, k_star: np.ndarray) -> tuple[float, float]:
+    """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty)``; the one reward formula."""
+    n_types, n_edges = type_starts.size, y.shape[0]
+    gain, penalty = 0.0, 0.0
+    for l in range(n_types):
+        lo = type_starts[l]
+        hi = type_starts[l + 1] if l + 1 < n_types else n_edges
+        tg = 0.0
+        for e in range(lo, hi):
+            fe = 0.0
+            for k in range(y.shape[1]):
+                fe += value_one(codes[e, k], alpha[e, k], y[e, k], s)
+            tg += fe
+        k_star[l], type_pen[l] = _dominant(y, beta, lo, hi)
+        type_gain[l] = tg
+        gain += x[l] * tg
+        penalty += x[l] * type_pen[l]
+    return gain, penalty
+
+
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
-    codes = inst.single_family if inst.single_family is not None else inst.edge_codes
-    f = utilities.value(codes, inst.edge_alpha, y, inst.reciprocal_scale)
-    type_gain = np.add.reduceat(f.sum(axis=1), inst.type_starts)
-    weighted = type_totals(inst, y) * inst.beta  # (L, K)
-    k_star = np.argmax(weighted, axis=1)  # first maximum = lowest index on ties
-    type_pen = weighted[np.arange(inst.n_types), k_star]
-    gain = float(x @ type_gain)
-    penalty = float(x @ type_pen)
+    L = inst.n_types
+    type_gain, type_pen, k_star = np.empty(L), np.empty(L), np.empty(L, dtype=np.int64)
+    gain, penalty = _reward_kernel(
+        np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), inst.edge_codes,
+        inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, type_gain,
+        type_pen, k_star)
     return RewardParts(gain - penalty, gain, penalty, type_gain, type_pen, k_star)
 
 
@@ -59,24 +102,58 @@ def reward(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> float:
     return reward_parts(inst, x, y).reward
 
 
+@numba.njit(cache=True)
+def _supergradient_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+                          s: float, type_starts: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    n_types, (n_edges, n_res) = type_starts.size, y.shape
+    g = np.empty((n_edges, n_res))
+    for l in range(n_types):
+        lo = type_starts[l]
+        hi = type_starts[l + 1] if l + 1 < n_types else n_edges
+        ks = _dominant(y, beta, lo, hi)[0]
+        for e in range(lo, hi):
+            for k in range(n_res):
+                g[e, k] = derivative_one(codes[e, k], alpha[e, k], y[e, k], s)
+            g[e, ks] -= beta[ks]
+            for k in range(n_res):
+                g[e, k] *= x[l]
+    return g
+
+
 def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Supergradient of ``q(x, .)`` at ``y``, spec ogasched (30), shape ``(E, K)``.
 
     ``dq/dy_(l,r)^k = x_l (f_r^k'(y) - beta_k 1{k == k*_l})`` with ``k*_l`` the lowest-index
     maximiser of ``beta_k Y_l^k`` (applied to every channel of type ``l``).
     """
-    codes = inst.single_family if inst.single_family is not None else inst.edge_codes
-    g = utilities.derivative(codes, inst.edge_alpha, y, inst.reciprocal_scale)
-    k_star = np.argmax(type_totals(inst, y) * inst.beta, axis=1)
-    ks_e = k_star[inst.edge_type]
-    g[np.arange(inst.n_edges), ks_e] -= inst.beta[ks_e]
-    return g * x[inst.edge_type][:, None]
+    return _supergradient_kernel(
+        np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), inst.edge_codes,
+        inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta)
 
 
-def _gather(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
-    """``y`` (E, K) -> groups in the (entries, groups) layout ``(D, R*K)``; padding holds
-    arbitrary values (mask with ``inst.group_valid``, or rely on its zero caps)."""
-    return np.asarray(y, dtype=np.float64).ravel()[inst.group_gather]
+@numba.njit(cache=True)
+def _project_slots(z: np.ndarray, slots: np.ndarray, caps: np.ndarray, cap: np.ndarray,
+                   y: np.ndarray, load: np.ndarray) -> None:
+    """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
+
+    Group ``(r, k)`` holds the channels ``slots[r, :n_r]`` (padded with -1) of instance ``r``.
+    """
+    n_inst, width = slots.shape
+    zb, ab, vb = np.empty(width), np.empty(width), np.empty(width)
+    for r in range(n_inst):
+        n = 0
+        while n < width and slots[r, n] >= 0:
+            n += 1
+        for k in range(z.shape[1]):
+            for d in range(n):
+                zb[d] = z[slots[r, d], k]
+                ab[d] = caps[slots[r, d], k]
+            project_group(zb, ab, n, cap[r, k], vb)
+            tot = 0.0
+            for d in range(n):
+                y[slots[r, d], k] = vb[d]
+                tot += vb[d]
+            load[r, k] = tot
 
 
 def project_grouped(
@@ -84,16 +161,18 @@ def project_grouped(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Projection of ``z`` (E, K) onto Y; returns ``(y (E, K), load (R, K))`` where ``load`` is
     the per-instance usage ``sum_{l in L_r} y``. See :func:`project`."""
-    zt = _gather(inst, z)
+    shape = (inst.n_edges, inst.n_resources)
     if method == "exact":
-        vt = project_columns(zt, inst.group_caps, inst.capacities.ravel())
-    elif method == "paper":
+        y, load = np.empty(shape), np.empty((inst.n_instances, inst.n_resources))
+        zz = np.ascontiguousarray(z, dtype=np.float64).reshape(shape)
+        _project_slots(zz, inst.instance_slots, inst.edge_caps, inst.capacities, y, load)
+        return y, load
+    if method == "paper":
+        zt = np.asarray(z, dtype=np.float64).ravel()[inst.group_gather]
         v, _ = project_paper(zt.T, inst.group_caps.T, inst.capacities.ravel())
-        vt = np.ascontiguousarray(v.T)
-    else:
-        raise ValueError(f"method={method!r} is invalid: must be one of 'exact', 'paper'")
-    y = vt.ravel()[inst.group_scatter].reshape(inst.n_edges, inst.n_resources)
-    return y, vt.sum(axis=0).reshape(inst.n_instances, inst.n_resources)
+        y = v.T.ravel()[inst.group_scatter].reshape(shape)
+        return y, instance_load(inst, y)
+    raise ValueError(f"method={method!r} is invalid: must be one of 'exact', 'paper'")
 
 
 def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") -> np.ndarray:
@@ -106,9 +185,65 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
     return project_grouped(inst, z, method)[0]
 
 
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One slot of ``N`` copies: applied allocations ``y`` ``(N, E, K)`` (resource units),
+    ``utilization`` ``(N, R, K)`` in [0, 1], and ``(N,)`` arrays ``distance`` (Euclidean distance
+    the projection moved the allocation, resource units), ``gain``, ``penalty``, ``reward``."""
+
+    y: np.ndarray
+    utilization: np.ndarray
+    distance: np.ndarray
+    gain: np.ndarray
+    penalty: np.ndarray
+
+    @property
+    def reward(self) -> np.ndarray:
+        """``gain - penalty`` per copy, ``(N,)``."""
+        return self.gain - self.penalty
+
+
+@numba.njit(cache=True)
+def _score_batch(z: np.ndarray, x: np.ndarray, slots: np.ndarray, caps: np.ndarray,
+                 cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+                 s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
+                 util: np.ndarray, stats: np.ndarray) -> None:
+    """Projects and scores each copy ``i`` of ``z`` (N, E, K) against ``x[i]``; fills ``y``,
+    ``util`` and ``stats[i] = (distance, gain, penalty)``."""
+    n_types = type_starts.size
+    tg, tp, ks = np.empty(n_types), np.empty(n_types), np.empty(n_types, dtype=np.int64)
+    for i in range(z.shape[0]):
+        _project_slots(z[i], slots, caps, cap, y[i], util[i])
+        util[i] = np.minimum(util[i] * inv_cap, 1.0)
+        sq = 0.0
+        for e in range(z.shape[1]):
+            for k in range(z.shape[2]):
+                sq += (y[i, e, k] - z[i, e, k]) ** 2
+        stats[i, 0] = np.sqrt(sq)
+        stats[i, 1], stats[i, 2] = _reward_kernel(x[i], y[i], codes, alpha, s, type_starts, beta,
+                                                  tg, tp, ks)
+
+
+def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
+    """Project ``z`` ``(N, E, K)`` (pre-projection allocations in resource units, e.g. decoded
+    actions) onto Y and score each copy against its arrivals ``x`` ``(N, L)``.
+
+    The env's and the vector env's step: same kernel, so one copy gives the same bits as N.
+    """
+    E, K, R = inst.n_edges, inst.n_resources, inst.n_instances
+    zz = np.ascontiguousarray(z, dtype=np.float64).reshape(-1, E, K)
+    n = zz.shape[0]
+    y, util, stats = np.empty((n, E, K)), np.empty((n, R, K)), np.empty((n, 3))
+    _score_batch(zz, np.ascontiguousarray(x, dtype=np.float64).reshape(n, -1),
+                 inst.instance_slots, inst.edge_caps, inst.capacities, inst.inverse_capacities,
+                 inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale),
+                 inst.type_starts, inst.beta, y, util, stats)
+    return BatchOutcome(y, util, stats[:, 0], stats[:, 1], stats[:, 2])
+
+
 def instance_load(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     """``sum_{l in L_r} y_(l,r)^k``, shape ``(R, K)``, resource units."""
-    g = np.where(inst.group_valid, _gather(inst, y), 0.0)
+    g = np.where(inst.group_valid, np.asarray(y, dtype=np.float64).ravel()[inst.group_gather], 0.0)
     return g.sum(axis=0).reshape(inst.n_instances, inst.n_resources)
 
 
