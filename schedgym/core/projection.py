@@ -39,7 +39,7 @@ SMALL_GROUP = 16
 _SHRINK = 1.0 - 4e-16
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _g(z: np.ndarray, a: np.ndarray, n: int, theta: float) -> float:
     """``g(theta) = sum_i clip(z_i - theta, 0, a_i)`` over the first ``n`` entries."""
     s = 0.0
@@ -48,7 +48,7 @@ def _g(z: np.ndarray, a: np.ndarray, n: int, theta: float) -> float:
     return s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _theta_first_segment(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
     """theta where it lies on g's first linear piece ``[0, first positive breakpoint]``, else -1.
 
@@ -119,7 +119,7 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
     return prev  # not reached: the last event always stops the walk (g(max z) = 0 <= c)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def project_group(z: np.ndarray, a: np.ndarray, n: int, c: float, v: np.ndarray) -> None:
     """Exact projection of ``z[:n]`` onto ``{0 <= v <= a[:n], sum v <= c}``, written to ``v[:n]``.
 
