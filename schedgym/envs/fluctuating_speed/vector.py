@@ -1,0 +1,291 @@
+"""Native batched FluctuatingSpeed-v0: N copies of one instance stepped by one compiled kernel.
+
+``gym.make_vec("schedgym/FluctuatingSpeed-v0", num_envs=N, vectorization_mode="vector_entry_point",
+**kwargs)`` builds it. Every copy is a full single env (same ``scenario`` / ``instance_seed`` /
+overrides / options, so the same instance); the single envs do what is rare and must match
+exactly: construction and validation, seeding, pre-drawing an episode's arrivals and utilities in
+``reset`` (so ``reset(seed=s)`` gives copy ``i`` the seed ``s + i`` and ``seed=None`` continues
+each copy's own generator, as ``SyncVectorEnv`` does), the reset observation and reset info.
+Every slot of every copy then runs through :func:`~.dynamics.slot_kernel` (validation, masking,
+capacity repair, rewards and feedback), :func:`~.dynamics.advance_waits` and
+:func:`~.dynamics.observe` in one compiled loop: the same functions, so observations, rewards,
+flags and infos equal ``SyncVectorEnv`` over N single envs bit for bit (tested).
+
+Autoreset follows Gymnasium's default ``NEXT_STEP`` mode: the step after a copy's episode ends
+resets that copy (``seed=None``), ignores its action, returns reward 0 and its reset info.
+``infos`` holds, per key, an array over copies and a boolean ``_key`` mask (Gymnasium's
+convention): ``selection`` ``(N, |E|)`` int8, ``arrivals`` ``(N, L)``, ``feedback`` ``(N, |E|)``,
+``reward``, ``raw_utility``, ``expected_reward``, ``utilization`` (float), ``n_selected``,
+``n_masked``, ``n_repaired``, ``slot`` (int), ``repaired`` (bool) and, with
+``compute_oracle=True``, ``oracle_value``, ``pseudo_regret``, ``realised_regret``. The oracle's
+per-slot selection is solved once per reset for the whole episode (cached by arrival pattern).
+
+Not supported: ``render_mode`` (refused at construction: render through
+``vectorization_mode="sync"``) and observation keys that change within an episode other than
+the six documented ones (any further key, e.g. static instance features, is repeated from the
+copy's reset observation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numba
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from schedgym.core.validation import check_int
+from schedgym.envs.fluctuating_speed import dynamics as dyn
+from schedgym.envs.fluctuating_speed.env import FluctuatingSpeedEnv
+from schedgym.envs.fluctuating_speed.offline import OracleSolver
+
+#: The observation keys the kernel writes each slot (the others are static per episode).
+DYNAMIC_KEYS = ("arrivals", "utilization", "feedback", "used", "waiting", "progress")
+_FLOAT_INFO = {"reward": dyn.REWARD, "raw_utility": dyn.RAW_UTILITY,
+               "expected_reward": dyn.EXPECTED, "utilization": dyn.UTIL_MEAN}
+_INT_INFO = {"n_selected": dyn.N_SELECTED, "n_masked": dyn.N_MASKED,
+             "n_repaired": dyn.N_REPAIRED}
+
+
+@numba.njit(cache=True)
+def _step_batch(actions: np.ndarray, active: np.ndarray, t: np.ndarray, arr: np.ndarray,
+                zraw: np.ndarray, oracle_x: np.ndarray, tabs: dyn.SlotTables, repair: bool,
+                x: np.ndarray, fb: np.ndarray, util: np.ndarray, origin: np.ndarray,
+                out: np.ndarray, obs: tuple) -> tuple[int, int]:  # pragma: no cover - compiled
+    """One slot of every ``active`` copy ``i`` at its slot ``t[i]`` (then ``t[i] += 1``):
+    :func:`~.dynamics.slot_kernel`, :func:`~.dynamics.advance_waits`, :func:`~.dynamics.observe`
+    into row ``i`` of the six observation arrays ``obs``. Returns ``(status, copy)`` of the first
+    copy whose action is refused (``(OK, -1)`` if none; copies before it have stepped)."""
+    o_arr, o_util, o_fb, o_used, o_wait, o_prog = obs
+    T = arr.shape[1]
+    for i in range(actions.shape[0]):
+        if not active[i]:
+            continue
+        ti = t[i]
+        status = dyn.slot_kernel(actions[i], arr[i, ti], zraw[i, ti], tabs, repair,
+                                 oracle_x[i, ti], x[i], fb[i], util[i], out[i])
+        if status != dyn.OK:
+            return status, i
+        nxt = min(ti + 1, T - 1)
+        dyn.advance_waits(origin[i], x[i], tabs.port_of_edge, arr[i, nxt], ti + 1, ti + 1 < T)
+        t[i] = ti + 1
+        dyn.observe(arr[i, nxt], util[i], fb[i], x[i], origin[i], ti + 1, T, o_arr[i], o_util[i],
+                    o_fb[i], o_used[i], o_wait[i], o_prog[i])
+    return dyn.OK, -1
+
+
+class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` FluctuatingSpeed-v0 copies of one instance; see the module docstring.
+
+    Args:
+        num_envs: number of copies N >= 1.
+        render_mode: must be ``None`` (the native batch does not render).
+        max_episode_steps: optional step limit per episode (truncation), as ``TimeLimit``.
+        **kwargs: the single env's arguments (``scenario``, ``instance_seed``, overrides, ...).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, render_mode: str | None = None,
+                 max_episode_steps: int | None = None, **kwargs: Any) -> None:
+        self.num_envs = check_int("num_envs", num_envs, min_value=1)
+        if render_mode is not None:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported by the native FluctuatingSpeed-v0 "
+                "vector env: use gym.make_vec(..., vectorization_mode='sync') to render each copy")
+        self.render_mode = None
+        self.envs = [FluctuatingSpeedEnv(**kwargs) for _ in range(self.num_envs)]
+        t = self.envs[0]
+        self.instance = t.instance
+        self.horizon = t.horizon
+        self.limit = self.horizon if max_episode_steps is None else check_int(
+            "max_episode_steps", max_episode_steps, min_value=1)
+        self.single_observation_space = t.observation_space
+        self.single_action_space = t.action_space
+        self.observation_space = batch_space(t.observation_space, self.num_envs)
+        self.action_space = batch_space(t.action_space, self.num_envs)
+        self._tabs = dyn.slot_tables(t.instance)
+        self._oracle = OracleSolver(t.instance) if t.compute_oracle else None
+        self._alloc()
+
+    def _alloc(self) -> None:
+        N, T = self.num_envs, self.horizon
+        inst = self.instance
+        L, K, E = inst.n_types, inst.n_resources, inst.n_edges
+        self._arr = np.zeros((N, T, L))
+        self._z = np.zeros((N, T, E))
+        self._ox = np.zeros((N, T, E), dtype=np.int8)
+        self._ov = np.zeros((N, T))
+        self._t = np.zeros(N, dtype=np.int64)
+        self._x = np.zeros((N, E), dtype=np.int8)
+        self._fb = np.zeros((N, E))
+        self._util = np.zeros((N, K))
+        self._origin = -np.ones((N, L))
+        self._out = np.zeros((N, dyn.N_SCALARS))
+        self._static: list[dict[str, np.ndarray]] = [{} for _ in range(N)]
+        self._autoreset = np.zeros(N, dtype=bool)
+        self._needs_reset = True
+
+    # ------------------------------------------------------------------ resets
+    def _reset_one(self, i: int, seed: int | None,
+                   options: dict[str, Any] | None) -> tuple[dict[str, np.ndarray], dict]:
+        env = self.envs[i]
+        obs, info = env.reset(seed=seed, options=options)
+        self._arr[i] = env.arrivals
+        self._z[i] = env.utilities
+        if self._oracle is not None:
+            self._ox[i], self._ov[i] = episode_oracle(self._oracle, env.arrivals)
+        self._t[i] = 0
+        self._x[i] = 0
+        self._fb[i] = 0.0
+        self._util[i] = 0.0
+        self._origin[i] = dyn.open_waits(-np.ones(self.instance.n_types), env.arrivals[0], 0)
+        self._static[i] = {k: v for k, v in obs.items() if k not in DYNAMIC_KEYS}
+        return obs, info
+
+    def reset(self, *, seed: int | list[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray],
+                                                              dict[str, Any]]:
+        """Reset every copy (or those of ``options["reset_mask"]``); seeds as ``SyncVectorEnv``:
+        ``None``, an int ``s`` (copy ``i`` gets ``s + i``) or one seed per copy."""
+        N = self.num_envs
+        seeds = ([None] * N if seed is None else
+                 [seed + i for i in range(N)] if isinstance(seed, int) else list(seed))
+        if len(seeds) != N:
+            raise ValueError(f"seed has {len(seeds)} entries: must have num_envs={N}")
+        options = dict(options) if options else None
+        mask = np.ones(N, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            mask = np.asarray(options.pop("reset_mask"), dtype=bool)
+            if mask.shape != (N,) or not mask.any():
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({N},) "
+                                 "with at least one True entry")
+        obs = self._empty_obs()
+        infos: dict[str, Any] = {}
+        for i in np.flatnonzero(mask):
+            o, info = self._reset_one(int(i), seeds[i], options)
+            for k, v in o.items():
+                obs[k][i] = v
+            infos = self._add_info(infos, info, int(i))
+        self._autoreset[mask] = False
+        if not mask.all():  # the other copies keep their current observation
+            self._fill_obs(obs, ~mask)
+        self._needs_reset = False
+        return obs, infos
+
+    # ------------------------------------------------------------- observations
+    def _empty_obs(self) -> dict[str, np.ndarray]:
+        space = self.single_observation_space
+        assert isinstance(space, gym.spaces.Dict)
+        return {k: np.zeros((self.num_envs, *(sp.shape or ())), dtype=sp.dtype)
+                for k, sp in space.spaces.items()}
+
+    def _fill_obs(self, obs: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        """Observation rows ``rows`` (bool ``(N,)``) from the current state."""
+        for i in np.flatnonzero(rows):
+            ti = int(self._t[i])
+            dyn.observe(self._arr[i, min(ti, self.horizon - 1)], self._util[i], self._fb[i],
+                        self._x[i], self._origin[i], ti, self.horizon, obs["arrivals"][i],
+                        obs["utilization"][i], obs["feedback"][i], obs["used"][i],
+                        obs["waiting"][i], obs["progress"][i])
+            for k, v in self._static[i].items():
+                obs[k][i] = v
+
+    # -------------------------------------------------------------------- steps
+    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray,
+                                          np.ndarray, dict[str, Any]]:
+        """One slot of every copy; copies whose episode ended last step are reset instead."""
+        if self._needs_reset:
+            raise gym.error.ResetNeeded(
+                "FluctuatingSpeedVectorEnv.step() was called before reset(): call reset() first")
+        N, E = self.num_envs, self.instance.n_edges
+        acts = np.asarray(actions)
+        if acts.shape != (N, E) or acts.dtype.kind not in "biuf":
+            acts = np.stack([dyn.validate_selection(a, E) for a in _rows(actions, N, E)])
+        active = ~self._autoreset
+        obs = self._empty_obs()
+        status, bad = _step_batch(
+            acts, active, self._t, self._arr, self._z, self._ox, self._tabs,
+            self.envs[0].invalid_action == "repair", self._x, self._fb, self._util,
+            self._origin, self._out, tuple(obs[k] for k in DYNAMIC_KEYS))
+        if status == dyn.NON_BINARY:
+            dyn.validate_selection(acts[bad], E)  # raises, naming the entry
+        if status == dyn.OVER_CAPACITY:
+            raise dyn.capacity_error(self._tabs, self._x[bad])
+        for i in np.flatnonzero(active):
+            for k, v in self._static[i].items():
+                obs[k][i] = v
+        rewards = np.where(active, self._out[:, dyn.REWARD], 0.0)
+        done = active & ((self._t >= self.horizon) | (self._t >= self.limit))
+        truncated = done.copy()
+        infos = self._step_infos(active) if active.any() else {}
+        for i in np.flatnonzero(self._autoreset):
+            o, info = self._reset_one(int(i), None, None)
+            for k, v in o.items():
+                obs[k][i] = v
+            infos = self._add_info(infos, info, int(i))
+        self._autoreset = done
+        return obs, rewards, np.zeros(N, dtype=bool), truncated, infos
+
+    def _step_infos(self, active: np.ndarray) -> dict[str, Any]:
+        """The step infos of the ``active`` copies, as ``SyncVectorEnv`` batches them."""
+        N = self.num_envs
+        rows = np.arange(N)
+        ti = self._t - 1  # the slot just played (active rows)
+        out = np.where(active[:, None], self._out, 0.0)
+        on = active[:, None]
+        slot_arr = self._arr[rows, np.clip(ti, 0, None)]
+        infos: dict[str, Any] = {
+            "selection": np.where(on, self._x, 0).astype(np.int8),
+            "arrivals": np.where(on, slot_arr, 0.0),
+            "feedback": np.where(on, self._fb, 0.0),
+        }
+        for k, j in _FLOAT_INFO.items():
+            infos[k] = out[:, j].copy()
+        for k, j in _INT_INFO.items():
+            infos[k] = out[:, j].astype(np.int64)
+        infos["repaired"] = out[:, dyn.N_REPAIRED] > 0
+        infos["slot"] = np.where(active, ti, 0)
+        if self._oracle is not None:
+            v = np.where(active, self._ov[rows, np.clip(ti, 0, None)], 0.0)
+            infos["oracle_value"] = v
+            infos["pseudo_regret"] = np.where(active, v - out[:, dyn.EXPECTED], 0.0)
+            infos["realised_regret"] = np.where(
+                active, out[:, dyn.ORACLE_REALISED] - out[:, dyn.REWARD], 0.0)
+        for k in list(infos):
+            infos[f"_{k}"] = active.copy()
+        return infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the single envs."""
+        for env in self.envs:
+            env.close()
+
+
+def _rows(actions: Any, n: int, n_edges: int) -> list[Any]:
+    """The ``n`` per-copy actions of a batch that is not a numeric ``(n, |E|)`` array."""
+    try:
+        rows = list(actions)
+    except TypeError:
+        raise ValueError(f"actions must be an (num_envs={n}, {n_edges}) array of 0/1 "
+                         f"selections, got {type(actions).__name__}") from None
+    if len(rows) != n:
+        raise ValueError(f"actions has {len(rows)} rows: must have num_envs={n} (one 0/1 "
+                         f"selection of {n_edges} entries per copy)")
+    return rows
+
+
+def episode_oracle(solver: OracleSolver, arrivals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The oracle's selection and value of every slot of an episode: ``(x (T, |E|) int8, value
+    (T,))`` for arrivals ``(T, L)``, one :meth:`OracleSolver.solve` per distinct pattern."""
+    present = np.asarray(arrivals) > 0
+    patterns, inverse = np.unique(present, axis=0, return_inverse=True)
+    xs = np.zeros((len(patterns), solver.instance.n_edges), dtype=np.int8)
+    vs = np.zeros(len(patterns))
+    for j, row in enumerate(patterns):
+        x, v = solver.solve(row.astype(np.float64))
+        xs[j], vs[j] = x, v
+    inverse = inverse.reshape(-1)
+    return xs[inverse], vs[inverse]

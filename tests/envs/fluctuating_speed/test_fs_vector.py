@@ -1,0 +1,135 @@
+"""The native batched FluctuatingSpeed-v0 equals N single envs (``SyncVectorEnv``) bit for bit:
+observations, rewards, terminated/truncated and infos, across autoresets and partial resets."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.utils.env_match import check_environments_match
+
+from schedgym.envs.fluctuating_speed import ENV_ID
+from schedgym.envs.fluctuating_speed.vector import FluctuatingSpeedVectorEnv
+
+SMALL = {"n_types": 4, "n_instances": 10, "edge_prob": 0.4, "horizon": 5}
+
+
+def _pair(n: int, **kw):
+    kw = {**SMALL, **kw}
+    sync = gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="sync", **kw)
+    native = gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="vector_entry_point", **kw)
+    return sync, native
+
+
+def _assert_same(a, b, what: str) -> None:
+    assert data_equivalence(a, b, exact=True), f"{what} differs: {a!r} vs {b!r}"
+
+
+def _play(sync, native, steps: int, seed: int, density: float | None = None) -> None:
+    _assert_same(sync.reset(seed=seed), native.reset(seed=seed), "reset")
+    rng = np.random.default_rng(seed)
+    shape = native.action_space.shape
+    for t in range(steps):
+        p = rng.random() if density is None else density
+        acts = (rng.random(shape) < p).astype(np.int8)
+        got, want = native.step(acts), sync.step(acts)
+        for name, a, b in zip(("obs", "reward", "terminated", "truncated", "info"), want, got,
+                              strict=True):
+            _assert_same(a, b, f"step {t} {name}")
+
+
+@pytest.mark.parametrize("kw", [{}, {"compute_oracle": False}, {"capacity_scale": 1},
+                                {"arrival_prob": 0.5, "horizon": 3}])
+def test_vector_equals_sync_vector_env_across_autoresets(kw):
+    sync, native = _pair(3, **kw)
+    assert isinstance(native.unwrapped, FluctuatingSpeedVectorEnv)
+    _play(sync, native, steps=3 * (kw.get("horizon", SMALL["horizon"]) + 1) + 1, seed=7)
+
+
+def test_paper_default_batch_equals_sync_with_masking_and_repair():
+    sync, native = _pair(4, n_types=8, n_instances=40, edge_prob=0.1, horizon=6)
+    _play(sync, native, steps=14, seed=0, density=0.6)  # dense selections: repairs happen
+    info = native.step(np.ones(native.action_space.shape, dtype=np.int8))[4]
+    assert info["n_repaired"].sum() > 0 and info["n_masked"].sum() >= 0
+
+
+class _OneCopy(gym.Env):
+    """A one-copy native batch seen as a single env (for Gymnasium's env-match check)."""
+
+    def __init__(self, venv: gym.vector.VectorEnv) -> None:
+        self.venv = venv
+        self.observation_space = venv.single_observation_space
+        self.action_space = venv.single_action_space
+
+    @staticmethod
+    def _row(batch: dict) -> dict:
+        return {k: (v[0].item() if v[0].ndim == 0 else v[0]) for k, v in batch.items()
+                if not k.startswith("_")}
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.venv.reset(seed=seed, options=options)
+        return self._row(obs), self._row(info)
+
+    def step(self, action):
+        obs, r, term, trunc, info = self.venv.step(np.asarray(action)[None])
+        return self._row(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._row(info)
+
+
+@pytest.mark.parametrize("kw", [{}, {"compute_oracle": False}])
+def test_check_environments_match(kw):
+    single = gym.make(ENV_ID, **{**SMALL, **kw})
+    one = _OneCopy(gym.make_vec(ENV_ID, num_envs=1, vectorization_mode="vector_entry_point",
+                                **{**SMALL, **kw}))
+    check_environments_match(single, one, num_steps=SMALL["horizon"], seed=3, skip_render=True,
+                             info_comparison="equivalence")
+
+
+def test_seed_lists_none_and_reset_mask_follow_sync():
+    sync, native = _pair(3)
+    _assert_same(sync.reset(seed=[5, 2, 9]), native.reset(seed=[5, 2, 9]), "reset")
+    _assert_same(sync.reset(seed=[None, 1, None]), native.reset(seed=[None, 1, None]),
+                 "reset with None: each copy goes on with its own generator")
+    acts = np.ones(native.action_space.shape, dtype=np.int8)
+    _assert_same(sync.step(acts), native.step(acts), "step")
+    mask = np.array([False, True, False])
+    _assert_same(sync.reset(seed=[None, 4, None], options={"reset_mask": mask.copy()}),
+                 native.reset(seed=[None, 4, None], options={"reset_mask": mask.copy()}),
+                 "masked reset")
+    _assert_same(sync.step(acts), native.step(acts), "step after masked reset")
+    with pytest.raises(ValueError, match="num_envs=3"):
+        native.reset(seed=[1, 2])
+
+
+def test_step_before_reset_render_mode_and_bad_input_are_refused():
+    native = FluctuatingSpeedVectorEnv(2, **SMALL)
+    E = native.single_action_space.n
+    with pytest.raises(gym.error.ResetNeeded, match="before reset"):
+        native.step(np.zeros((2, E), dtype=np.int8))
+    with pytest.raises(ValueError, match="render_mode='rgb_array' is not supported"):
+        gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                     render_mode="rgb_array", **SMALL)
+    with pytest.raises(ValueError, match="num_envs"):
+        FluctuatingSpeedVectorEnv(0, **SMALL)
+    native.reset(seed=0)
+    bad = np.zeros((2, E))
+    bad[1, 2] = 0.5
+    with pytest.raises(ValueError, match="non-binary entry"):
+        native.step(bad)
+    with pytest.raises(ValueError, match="3 rows: must have num_envs=2"):
+        native.step(np.zeros((3, E), dtype=np.int8))
+    with pytest.raises(ValueError, match=rf"must have shape \({E},\)"):
+        native.step(np.zeros((2, E + 1), dtype=np.int8))
+    strict = FluctuatingSpeedVectorEnv(1, invalid_action="raise", arrival_prob=1.0, **{
+        k: v for k, v in SMALL.items() if k != "arrival_prob"})
+    strict.reset(seed=0)
+    with pytest.raises(ValueError, match="breaks capacity"):
+        strict.step(np.ones((1, strict.single_action_space.n), dtype=np.int8))
+
+
+def test_max_episode_steps_truncates_like_time_limit():
+    native = FluctuatingSpeedVectorEnv(2, max_episode_steps=2, **SMALL)
+    native.reset(seed=0)
+    acts = np.zeros((2, native.single_action_space.n), dtype=np.int8)
+    flags = [native.step(acts)[3].tolist() for _ in range(3)]
+    assert flags == [[False, False], [True, True], [False, False]]
