@@ -125,6 +125,8 @@ def job_welfare(inst: DeadlineWelfareInstance, jobs: Jobs, n: int,
 
 def _flat(a: np.ndarray) -> np.ndarray:
     """``a`` as a C-contiguous 1-D array (a view when it already is one)."""
+    if type(a) is np.ndarray and a.flags.c_contiguous and a.dtype in (np.float64, np.bool_):
+        return a.reshape(-1)
     a = np.asarray(a)
     if a.dtype != np.bool_:
         a = a.astype(np.float64, copy=False)
@@ -211,27 +213,37 @@ def repair_kernel(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray
 
 
 @numba.njit(cache=True)
+def apply_one(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
+              usage: np.ndarray, workload: float, mask: np.ndarray, coef: np.ndarray,
+              weight: np.ndarray, x: np.ndarray) -> tuple[float, float, float, float]:
+    """One job's step on flat ``(U,)`` arrays, as the env does it: repair ``proposal`` against
+    the remaining capacity ``capacity - usage``, write the dispatch into ``x``, add it to
+    ``usage`` (in place) and score it. Returns ``(capacity_l1, workload_l1, job utility,
+    cluster utility)``."""
+    U = capacity.size
+    rem = np.empty(U)
+    for r in range(U):
+        rem[r] = capacity[r] - usage[r]
+    cap_l1, wl_l1 = _repair_into(proposal, upper, rem, workload, x)
+    for r in range(U):
+        usage[r] += x[r]
+    fj, fc = welfare_kernel(code, x, mask, coef, weight, capacity)
+    return cap_l1, wl_l1, fj, fc
+
+
+@numba.njit(cache=True)
 def apply_batch(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
                 usage: np.ndarray, workload: np.ndarray, mask: np.ndarray, coef: np.ndarray,
                 weight: np.ndarray, active: np.ndarray, x: np.ndarray,
                 out: np.ndarray) -> None:
-    """One step of every active env of a batch, as the single env does it: repair the proposal
-    (rows of ``(B, U)`` arrays) against the remaining capacity ``capacity - usage``, add the
-    dispatch to ``usage`` (in place) and score it. Writes the dispatch into ``x`` ``(B, U)``
-    and ``(capacity_l1, workload_l1, job utility, cluster utility)`` into ``out`` ``(B, 4)``;
-    inactive rows are left untouched."""
-    U = capacity.size
-    rem = np.empty(U)
+    """:func:`apply_one` for every active row of ``(B, U)`` arrays (``workload`` ``(B,)``);
+    writes the dispatch into ``x`` ``(B, U)`` and ``(capacity_l1, workload_l1, job utility,
+    cluster utility)`` into ``out`` ``(B, 4)``; inactive rows are left untouched."""
     for b in range(proposal.shape[0]):
-        if not active[b]:
-            continue
-        for r in range(U):
-            rem[r] = capacity[r] - usage[b, r]
-        out[b, 0], out[b, 1] = _repair_into(proposal[b], upper[b], rem, workload[b], x[b])
-        for r in range(U):
-            usage[b, r] += x[b, r]
-        out[b, 2], out[b, 3] = welfare_kernel(code, x[b], mask[b], coef[b], weight[b],
-                                              capacity)
+        if active[b]:
+            out[b, 0], out[b, 1], out[b, 2], out[b, 3] = apply_one(
+                code, proposal[b], upper[b], capacity, usage[b], workload[b], mask[b],
+                coef[b], weight[b], x[b])
 
 
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
@@ -244,8 +256,9 @@ def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
     3. job workload: if ``sum > ρ_n``, multiply everything by ``ρ_n / sum``.
     """
     p = np.asarray(proposal, dtype=np.float64)
-    up, rem = np.broadcast_arrays(np.asarray(upper, dtype=np.float64),
-                                  np.asarray(remaining, dtype=np.float64))
+    up, rem = np.asarray(upper, dtype=np.float64), np.asarray(remaining, dtype=np.float64)
+    if up.shape != p.shape or rem.shape != p.shape:
+        up, rem = (np.broadcast_to(v, p.shape) for v in (up, rem))
     y, cap_l1, wl_l1 = repair_kernel(_flat(p), _flat(up), _flat(rem), float(workload))
     return Repair(y.reshape(p.shape), cap_l1, wl_l1)
 
@@ -259,16 +272,32 @@ def marginal_bounds(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[float, f
     if inst.bound_mode == "prior":
         assert inst.prior_bounds is not None
         return inst.prior_bounds
-    m = jobs.mask
-    if not m.any():
+    delta = inst.sqrt_v_floor if inst.family_code == SQRT else 0.0
+    iota, v = _bounds_kernel(inst.family_code, jobs.mask, jobs.coef, jobs.capability,
+                             jobs.weight, inst.capacity, float(delta))
+    if math.isnan(iota):  # no job unit
         return 1.0, 1.0
-    code = inst.family_code
-    b = (jobs.weight / inst.capacity[None])[m]
-    lo = utility_derivative(code, jobs.coef[m], jobs.capability[m]) + b
-    delta = inst.sqrt_v_floor if code == SQRT else 0.0
-    hi = utility_derivative(code, jobs.coef[m], np.full(lo.shape, delta)) + b
-    iota, v = float(lo.min()), float(hi.max())
     return iota, max(v, iota)
+
+
+@numba.njit(cache=True)
+def _bounds_kernel(code: int, mask: np.ndarray, coef: np.ndarray, capability: np.ndarray,
+                   weight: np.ndarray, capacity: np.ndarray, delta: float) -> tuple[float, float]:
+    """``(min f'(x̄) + β/C, max f'(δ) + β/C)`` over the job units ``mask`` (``(N, R, T)``
+    arrays); ``(nan, nan)`` without any."""
+    lo, hi = math.inf, -math.inf
+    N, R, T = mask.shape
+    for n in range(N):
+        for r in range(R):
+            for t in range(T):
+                if mask[n, r, t]:
+                    b = weight[n, r, t] / capacity[r, t]
+                    a = coef[n, r, t]
+                    lo = min(lo, f_prime(code, a, capability[n, r, t]) + b)
+                    hi = max(hi, f_prime(code, a, delta) + b)
+    if lo == math.inf:
+        return math.nan, math.nan
+    return lo, hi
 
 
 @dataclass(frozen=True)

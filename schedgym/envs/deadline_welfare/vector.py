@@ -269,8 +269,11 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         mask: Gymnasium's vector-info convention."""
         if not mask.any():
             return
-        shape = (-1,) + (1,) * (values.ndim - 1)
-        infos[key] = np.where(mask.reshape(shape), values, 0).astype(values.dtype)
+        if mask.all():  # values are fresh arrays: no copy needed
+            infos[key] = values
+        else:
+            shape = (-1,) + (1,) * (values.ndim - 1)
+            infos[key] = np.where(mask.reshape(shape), values, 0).astype(values.dtype)
         infos["_" + key] = mask.copy()
 
     def _step_infos(self, step: np.ndarray, cur: np.ndarray, x: np.ndarray, out: np.ndarray,
