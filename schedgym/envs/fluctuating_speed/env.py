@@ -12,7 +12,7 @@ from schedgym.core.arrays import readonly_view
 from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import SchedEnv, Viewer, frac_box, resolve_episode_seed
 from schedgym.core.validation import check_bool, check_choice
-from schedgym.envs.fluctuating_speed import dynamics, viewer
+from schedgym.envs.fluctuating_speed import actions, dynamics, viewer
 from schedgym.envs.fluctuating_speed.generator import SCENARIOS, generate
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
 from schedgym.envs.fluctuating_speed.trace import TRACE_EXTRAS
@@ -69,6 +69,12 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ``info["repaired"]``); ``invalid_action="raise"`` raises ``ValueError`` instead. A wrong shape
     or an entry other than 0/1 always raises ``ValueError``.
 
+    ``action_mode="scores"`` (learnable, :mod:`~schedgym.envs.fluctuating_speed.actions`):
+    ``Box(-1, 1, (L * R,), float32)``, one score per (port, server) cell, row-major; the decoder
+    selects, among the present ports' edges with a positive score, by descending score every edge
+    that still fits the capacity (always feasible, ``info["action_clip"]`` = how far the action
+    was clipped into the box). ``env.unwrapped.metadata["action_modes"]`` lists the modes.
+
     ## Observation Space
     ``Dict`` of 1-D float32 boxes in [0, 1] (use ``FlattenObservation`` for an ``MlpPolicy``):
 
@@ -82,7 +88,11 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     - ``progress`` ``(1,)``: ``t / T`` with ``t`` the 0-based slot index.
 
     All zeros except ``arrivals`` at the first slot. ``used`` + ``feedback`` is all an online
-    learner needs (ESDP, HAUF, LWTF learn from them).
+    learner needs (ESDP, HAUF, LWTF learn from them). In ``"scores"`` mode ``feedback`` and
+    ``used`` are laid out on the ``(L * R,)`` grid (0 off the edges), so no space depends on the
+    instance seed. ``instance_features=True`` adds ``instance`` ``((K + 2) L R,)``: the edge
+    indicator, the requests as shares of the capacities ``min(a_k^e / c_k, 1)`` per type and the
+    known costs ``min(C_e, 1)``, each on the grid (the utility means stay hidden).
 
     ## Rewards
     ``sum_e x_e clip(Z_e(t) - C_e, 0, 1)`` over the applied selection (the normalised AOU
@@ -107,9 +117,10 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/FluctuatingSpeed-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, invalid_action="repair", compute_oracle=True,
-    **overrides)``. Scenarios: ``paper-default`` (ESDP Table 3), ``paper-headline``
-    (T = 8000), ``literal-capacity`` (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph,
-    relative sizes and arrivals from the shipped Alibaba trace sample, see
+    action_mode="selection", instance_features=False, **overrides)``. Scenarios:
+    ``paper-default`` (ESDP Table 3), ``paper-headline`` (T = 8000), ``literal-capacity``
+    (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative sizes and arrivals from
+    the shipped Alibaba trace sample, see
     :mod:`schedgym.envs.fluctuating_speed.trace`; extra overrides ``slot_seconds`` = 600 and
     ``degree_cap`` = 4). Overrides are the fields of
     :class:`~schedgym.envs.fluctuating_speed.types.FluctuatingSpeedParams`:
@@ -159,7 +170,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                "action_modes": ("selection",)}
+                "action_modes": actions.ACTION_MODES}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
@@ -175,8 +186,12 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         render_mode: str | None = None,
         invalid_action: str = "repair",
         compute_oracle: bool = True,
+        action_mode: str = "selection",
+        instance_features: bool = False,
         **overrides: Any,
     ) -> None:
+        self.action_mode = check_choice("action_mode", action_mode, actions.ACTION_MODES)
+        self.instance_features = check_bool("instance_features", instance_features)
         self.invalid_action = check_choice("invalid_action", invalid_action,
                                            INVALID_ACTION_MODES)
         self.compute_oracle = check_bool("compute_oracle", compute_oracle)
@@ -201,20 +216,33 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
             inst.n_types, params.probs(inst.n_types))
         self._oracle = OracleSolver(inst)
 
-        L, K, E = inst.n_types, inst.n_resources, inst.n_edges
-        self.action_space = spaces.MultiBinary(E)
-        self.observation_space = cast(ObsSpace, spaces.Dict({
-            "arrivals": frac_box(L), "utilization": frac_box(K), "feedback": frac_box(E),
-            "used": frac_box(E), "waiting": frac_box(L), "progress": frac_box(1),
-        }))
+        self._build_spaces()
         self.episode_seed: int | None = None
-        self._arrivals = np.zeros((self.horizon, L))
-        self._zraw = np.zeros((self.horizon, E))
+        self._arrivals = np.zeros((self.horizon, inst.n_types))
+        self._zraw = np.zeros((self.horizon, inst.n_edges))
         self._reset_state()
+
+    def _build_spaces(self) -> None:
+        """Action and observation spaces of the mode (``"scores"``: every size is ``L``, ``R``
+        or ``K``, never ``|E|``, so the spaces do not depend on the instance seed)."""
+        inst = self.instance
+        L, R, K, E = inst.n_types, inst.n_instances, inst.n_resources, inst.n_edges
+        grid = self.action_mode == "scores"
+        self.action_space: spaces.Space[Any] = (
+            actions.scores_space(L, R) if grid else spaces.MultiBinary(E))
+        per_edge = L * R if grid else E
+        boxes: dict[str, spaces.Space[Any]] = {"arrivals": frac_box(L), "utilization": frac_box(K),
+                 "feedback": frac_box(per_edge), "used": frac_box(per_edge),
+                 "waiting": frac_box(L), "progress": frac_box(1)}
+        if self.instance_features:
+            self._features = actions.instance_features(inst)
+            boxes["instance"] = frac_box(self._features.shape[0])
+        self.observation_space = cast(ObsSpace, spaces.Dict(boxes))
 
     def _reset_state(self) -> None:
         inst = self.instance
         self._t = 0
+        self._clip = 0.0
         self._last_x = np.zeros(inst.n_edges, dtype=np.int8)
         self._last_feedback = np.zeros(inst.n_edges)
         self._origin = -np.ones(inst.n_types)  # arrival slot of the oldest unserved job
@@ -240,14 +268,20 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         inst = self.instance
         t = self._t
         x = self._arrivals[t] if t < self.horizon else np.zeros(inst.n_types)
-        return {
+        feedback, used = self._last_feedback, self._last_x
+        if self.action_mode == "scores":
+            feedback, used = actions.to_grid(inst, feedback), actions.to_grid(inst, used)
+        obs = {
             "arrivals": x.astype(np.float32),
             "utilization": dynamics.utilization(inst, self._last_x).astype(np.float32),
-            "feedback": self._last_feedback.astype(np.float32),
-            "used": self._last_x.astype(np.float32),
+            "feedback": feedback.astype(np.float32),
+            "used": used.astype(np.float32),
             "waiting": (dynamics.waiting_times(self._origin, t) / self.horizon).astype(np.float32),
             "progress": np.array([t / self.horizon], dtype=np.float32),
         }
+        if self.instance_features:
+            obs["instance"] = self._features.copy()
+        return obs
 
     # -------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None,
@@ -270,8 +304,13 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
 
     def _apply(self, action: Any, arr: np.ndarray) -> tuple[np.ndarray, int, int, int]:
         """Validate, mask and (by ``invalid_action``) repair ``action``; returns ``(x applied,
-        entries requested, entries masked, entries repaired)``."""
+        entries requested, entries masked, entries repaired)``. In ``"scores"`` mode the decoder
+        gives a feasible selection (nothing masked or repaired)."""
         inst = self.instance
+        if self.action_mode == "scores":
+            scores, self._clip = actions.check_scores(inst, action)
+            x = actions.decode_scores(inst, scores, arr)
+            return x, int(x.sum()), 0, 0
         x_req = dynamics.validate_selection(action, inst.n_edges)
         x = x_req * dynamics.edge_mask(inst, arr)
         n_masked = int(x_req.sum() - x.sum())
@@ -305,6 +344,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
             "utilization": float(dynamics.utilization(inst, x).mean()),
             "slot": self._t,
         }
+        if self.action_mode == "scores":
+            info["action_clip"] = self._clip
         if self.compute_oracle:
             x_star, v_star = self._oracle.solve(arr)
             info["oracle_value"] = v_star
