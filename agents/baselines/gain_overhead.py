@@ -3,24 +3,20 @@
 All serve only the job types with an arrival in the current slot, restart from the full
 capacities every slot, respect service locality, the per-channel caps ``a_l^k`` and the instance
 capacities, and never learn. Each has a pure function ``*_allocation(instance, x, ...) -> y
-(E, K)`` (resource units) and an agent class that encodes it as an action.
+(E, K)`` (resource units; its per-slot loop is a numba kernel) and an agent class that encodes
+it as an action.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
-
-
-def _type_edges(inst: GainOverheadInstance) -> list[np.ndarray]:
-    """Edge indices of each type, ascending instance index (edges are lexicographic)."""
-    starts = np.searchsorted(inst.edge_type, np.arange(inst.n_types + 1))
-    return [np.arange(starts[l], starts[l + 1]) for l in range(inst.n_types)]
 
 
 def dominant_shares(inst: GainOverheadInstance) -> np.ndarray:
@@ -32,25 +28,69 @@ def dominant_shares(inst: GainOverheadInstance) -> np.ndarray:
     return share.max(axis=1)
 
 
-def drf_allocation(inst: GainOverheadInstance, x: np.ndarray, demand: str = "channel"
-                   ) -> np.ndarray:
+@numba.njit(cache=True, inline="always")
+def _type_end(starts: np.ndarray, l: int, n_edges: int) -> int:
+    """One past the last edge of type ``l`` (edges are sorted by type)."""
+    return starts[l + 1] if l + 1 < starts.size else n_edges
+
+
+@numba.njit(cache=True)
+def _drf_kernel(x: np.ndarray, order: np.ndarray, starts: np.ndarray, edge_inst: np.ndarray,
+                req: np.ndarray, cap: np.ndarray, total: bool) -> np.ndarray:
+    """DRF over the arrived types in ``order``: each connected instance in ascending index gives
+    ``min(a_l^k, remaining)`` (``total``: the type's total over its channels is capped)."""
+    n_edges, n_res = edge_inst.size, req.shape[1]
+    y = np.zeros((n_edges, n_res))
+    left_cap = cap.copy()
+    left = np.empty(n_res)
+    for l in order:
+        if x[l] <= 0:
+            continue
+        left[:] = req[l]
+        for e in range(starts[l], _type_end(starts, l, n_edges)):
+            r = edge_inst[e]
+            for k in range(n_res):
+                give = min(req[l, k], left_cap[r, k])
+                if total:
+                    give = min(give, left[k])
+                    left[k] -= give
+                y[e, k] = give
+                left_cap[r, k] -= give
+    return y
+
+
+def drf_order(inst: GainOverheadInstance) -> np.ndarray:
+    """All types in ascending dominant share, ties to the lower type: DRF's serving order."""
+    return np.argsort(dominant_shares(inst), kind="stable")
+
+
+def drf_allocation(inst: GainOverheadInstance, x: np.ndarray, demand: str = "channel",
+                   order: np.ndarray | None = None) -> np.ndarray:
     """DRF (spec §5.1): arrived types in ascending dominant share; every connected instance in
     ascending index gives ``min(a_l^k, remaining)``. ``demand="total"`` (authors' code) caps the
-    type's total over all its channels at ``a_l^k`` instead of per channel."""
-    y = np.zeros((inst.n_edges, inst.n_resources))
-    U = inst.capacities.copy()
-    shares = dominant_shares(inst)
-    tedges = _type_edges(inst)
-    for l in sorted(np.flatnonzero(x > 0), key=lambda l: (shares[l], l)):
-        left = inst.requests[l].copy()
-        for e in tedges[l]:
-            r = inst.edge_instance[e]
-            give = np.minimum(inst.requests[l], U[r])
-            if demand == "total":
-                give = np.minimum(give, left)
-                left -= give
-            y[e] = give
-            U[r] -= give
+    type's total over all its channels at ``a_l^k`` instead of per channel. ``order``:
+    :func:`drf_order` of the instance (computed when omitted; the agent computes it once)."""
+    order = drf_order(inst) if order is None else order
+    return _drf_kernel(np.asarray(x, dtype=np.float64), order, inst.type_starts,
+                       inst.edge_instance, inst.requests, inst.capacities, demand == "total")
+
+
+@numba.njit(cache=True)
+def _fairness_kernel(x: np.ndarray, edge_type: np.ndarray, edge_inst: np.ndarray,
+                     req: np.ndarray, cap: np.ndarray, all_types: bool) -> np.ndarray:
+    n_edges, n_res = req.shape
+    S = np.zeros(cap.shape)
+    for e in range(n_edges):
+        if all_types or x[edge_type[e]] > 0:
+            for k in range(n_res):
+                S[edge_inst[e], k] += req[e, k]
+    y = np.zeros((n_edges, n_res))
+    for e in range(n_edges):
+        if x[edge_type[e]] > 0:
+            r = edge_inst[e]
+            for k in range(n_res):
+                share = req[e, k] / S[r, k] * cap[r, k] if S[r, k] > 0 else 0.0
+                y[e, k] = min(share, req[e, k])
     return y
 
 
@@ -59,35 +99,71 @@ def fairness_allocation(inst: GainOverheadInstance, x: np.ndarray, denominator: 
     """Fairness (spec §5.2): each instance splits each resource among its arrived types in
     proportion to their requests, capped at ``a_l^k``. ``denominator="all"`` divides by the
     requests of all connected types (the paper's literal text), leaving shares idle."""
-    arrived = x[inst.edge_type] > 0  # (E,)
-    req = inst.edge_caps  # (E, K)
-    weight = req if denominator == "all" else req * arrived[:, None]
-    S = np.zeros((inst.n_instances, inst.n_resources))
-    np.add.at(S, inst.edge_instance, weight)
-    S_e = S[inst.edge_instance]
-    cap_e = inst.capacities[inst.edge_instance]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(S_e > 0, req / np.where(S_e > 0, S_e, 1.0) * cap_e, 0.0)
-    return np.where(arrived[:, None], np.minimum(share, req), 0.0)
+    return _fairness_kernel(np.asarray(x, dtype=np.float64), inst.edge_type, inst.edge_instance,
+                            inst.edge_caps, inst.capacities, denominator == "all")
 
 
-def _one_node(inst: GainOverheadInstance, x: np.ndarray, pick) -> np.ndarray:
-    y = np.zeros((inst.n_edges, inst.n_resources))
-    U = inst.capacities.copy()
-    tedges = _type_edges(inst)
-    for l in np.flatnonzero(x > 0):
-        es = tedges[l]
-        rs = inst.edge_instance[es]
-        for k in range(inst.n_resources):
-            a = inst.requests[l, k]
+#: Node-picking rules of :func:`_one_node_kernel`.
+_BEST_FIT, _BEST_FIT_FRACTION, _SPREAD = 0, 1, 2
+
+
+@numba.njit(cache=True, inline="always")
+def _pick(rule: int, U: np.ndarray, cap: np.ndarray, rs: np.ndarray, k: int, a: float
+          ) -> tuple[int, float]:
+    """Index into ``rs`` and amount for one (job, resource); index -1 = give nothing.
+
+    Best fit: the fitting node (``U >= a``) with the least key (remaining, or remaining fraction
+    ``U / c``), lowest index on ties, gets ``a``; if none fits, the most remaining gives all it
+    has. Spread: the most remaining gives ``min(a, U)`` (nothing when ``U <= 1e-12``).
+    """
+    best, best_key, most, most_u = -1, np.inf, 0, -np.inf
+    for i in range(rs.size):
+        u = U[rs[i], k]
+        if u > most_u:
+            most, most_u = i, u
+        if rule != _SPREAD and u >= a:
+            if rule == _BEST_FIT:
+                key = u
+            else:
+                c = cap[rs[i], k]
+                key = u / c if c > 0 else np.inf
+            if best < 0 or key < best_key:
+                best, best_key = i, key
+    if rule == _SPREAD:
+        return (most, min(a, most_u)) if most_u > 1e-12 else (-1, 0.0)
+    if best >= 0:
+        return best, a
+    return most, most_u
+
+
+@numba.njit(cache=True)
+def _one_node_kernel(x: np.ndarray, starts: np.ndarray, edge_inst: np.ndarray,
+                     req: np.ndarray, cap: np.ndarray, rule: int) -> np.ndarray:
+    """Arrived types ascending; per resource one node of the type's channels gets it
+    (:func:`_pick`)."""
+    n_edges, n_res = edge_inst.size, req.shape[1]
+    y = np.zeros((n_edges, n_res))
+    U = cap.copy()
+    for l in range(starts.size):
+        if x[l] <= 0:
+            continue
+        lo = starts[l]
+        rs = edge_inst[lo:_type_end(starts, l, n_edges)]
+        for k in range(n_res):
+            a = req[l, k]
             if a <= 0:
                 continue
-            i, give = pick(U[rs, k], inst.capacities[rs, k], a)
-            if i is None or give <= 0:
+            i, give = _pick(rule, U, cap, rs, k, a)
+            if i < 0 or give <= 0:
                 continue
-            y[es[i], k] += give
+            y[lo + i, k] += give
             U[rs[i], k] -= give
     return y
+
+
+def _one_node(inst: GainOverheadInstance, x: np.ndarray, rule: int) -> np.ndarray:
+    return _one_node_kernel(np.asarray(x, dtype=np.float64), inst.type_starts,
+                            inst.edge_instance, inst.requests, inst.capacities, rule)
 
 
 def binpacking_allocation(inst: GainOverheadInstance, x: np.ndarray, score: str = "remaining"
@@ -96,33 +172,13 @@ def binpacking_allocation(inst: GainOverheadInstance, x: np.ndarray, score: str 
     the connected instance with the least remaining capacity that still fits ``a_l^k`` gets all
     of it (best fit; ties to the lower index); if none fits, the one with the most remaining gives
     all it has. ``score="fraction"`` ranks by utilisation ``1 - U/c`` instead."""
-
-    def pick(U: np.ndarray, cap: np.ndarray, a: float):
-        if score == "fraction":
-            with np.errstate(divide="ignore", invalid="ignore"):
-                key = np.where(cap > 0, U / np.where(cap > 0, cap, 1.0), np.inf)
-        else:
-            key = U
-        fits = np.flatnonzero(U >= a)
-        if fits.size:
-            return int(fits[np.argmin(key[fits])]), a  # argmin returns the lowest index on ties
-        i = int(np.argmax(U))
-        return i, float(U[i])
-
-    return _one_node(inst, x, pick)
+    return _one_node(inst, x, _BEST_FIT_FRACTION if score == "fraction" else _BEST_FIT)
 
 
 def spreading_allocation(inst: GainOverheadInstance, x: np.ndarray) -> np.ndarray:
     """Spreading / LeastAllocated (spec §5.4): for each arrived type and resource, the connected
     instance with the most remaining capacity gives ``min(a_l^k, remaining)``."""
-
-    def pick(U: np.ndarray, cap: np.ndarray, a: float):
-        i = int(np.argmax(U))
-        if U[i] <= 1e-12:
-            return None, 0.0
-        return i, float(min(a, U[i]))
-
-    return _one_node(inst, x, pick)
+    return _one_node(inst, x, _SPREAD)
 
 
 class _Heuristic(Agent):
@@ -149,9 +205,10 @@ class DRF(_Heuristic):
     def __init__(self, env: Any, demand: str = "channel") -> None:
         super().__init__(env)
         self.demand = check_choice("demand", demand, ("channel", "total"))
+        self._order = drf_order(self.instance)
 
-    def _allocate(self, x):
-        return drf_allocation(self.instance, x, self.demand)
+    def _allocate(self, x: np.ndarray) -> np.ndarray:
+        return drf_allocation(self.instance, x, self.demand, self._order)
 
 
 class Fairness(_Heuristic):
@@ -164,7 +221,7 @@ class Fairness(_Heuristic):
         super().__init__(env)
         self.denominator = check_choice("denominator", denominator, ("arrived", "all"))
 
-    def _allocate(self, x):
+    def _allocate(self, x: np.ndarray) -> np.ndarray:
         return fairness_allocation(self.instance, x, self.denominator)
 
 
@@ -178,7 +235,7 @@ class BinPacking(_Heuristic):
         super().__init__(env)
         self.score = check_choice("score", score, ("remaining", "fraction"))
 
-    def _allocate(self, x):
+    def _allocate(self, x: np.ndarray) -> np.ndarray:
         return binpacking_allocation(self.instance, x, self.score)
 
 
@@ -187,5 +244,5 @@ class Spreading(_Heuristic):
 
     name = "spreading"
 
-    def _allocate(self, x):
+    def _allocate(self, x: np.ndarray) -> np.ndarray:
         return spreading_allocation(self.instance, x)
