@@ -10,23 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import schedgym  # noqa: F401  (registers the env ids)
-from schedgym.envs.deadline_welfare import dynamics
-from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
+from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
-ENV_ID = "schedgym/DeadlineWelfare-v0"
-SMALL = dict(n_instances=3, horizon=6, n_jobs=8, arrival_rate=2.0)
+from .conftest import SMALL, make_tiny
 
-
-def tiny_env(capacity: float = 10.0, utility: str = "linear") -> DeadlineWelfareEnv:
-    """1 instance x 2 slots; two identical jobs (a=2, beta=0.5, xbar=3, rho=5, window [0, 1])."""
-    jobs = Jobs(arrival=[0, 0], deadline=[1, 1], workload=[5.0, 5.0],
-                allowed=np.ones((2, 1), bool), capability=[3.0, 3.0], coef=[2.0, 2.0],
-                weight=[0.5, 0.5], n_slots_hint=2)
-    inst = DeadlineWelfareInstance(capacity=np.full((1, 2), capacity), utility=utility,
-                                   jobs=jobs)
-    return DeadlineWelfareEnv(instance=inst)
+tiny_env = make_tiny
 
 
 @pytest.mark.parametrize("utility", ["linear", "log", "sqrt"])
@@ -68,7 +57,7 @@ def test_hand_computed_capacity_repair_and_episode_end():
     assert info["served_fraction"] == pytest.approx(8.0 / 10.0)
     assert info["welfare"] == pytest.approx(info["welfare_jobs"] + info["welfare_cluster"])
     np.testing.assert_allclose(info["final_usage"], [[4.0, 4.0]])
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="after the episode ended"):
         env.step(np.ones(2, dtype=np.float32))
 
 
@@ -89,12 +78,13 @@ def test_negative_and_out_of_box_actions_are_repaired_or_clipped():
     np.testing.assert_array_equal(info["dispatch"], 0.0)
 
 
-@pytest.mark.parametrize("bad", [np.array([np.nan, 0.0]), np.array([0.0, np.inf]),
-                                 np.zeros(3), np.zeros((2, 2))])
-def test_bad_actions_raise(bad):
+@pytest.mark.parametrize("bad, msg", [
+    (np.array([np.nan, 0.0]), "non-finite"), (np.array([0.0, np.inf]), "non-finite"),
+    (np.zeros(3), r"shape \(3,\)"), (np.zeros((2, 2)), r"shape \(2, 2\)")])
+def test_bad_actions_raise(bad, msg):
     env = tiny_env()
     env.reset(seed=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=msg):
         env.step(bad)
 
 

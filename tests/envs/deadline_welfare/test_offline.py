@@ -9,11 +9,10 @@ import pytest
 
 import schedgym  # noqa: F401
 from schedgym import agents, offline
-from schedgym.envs.deadline_welfare import dynamics
+from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare.offline import solve_p1
 
-ENV_ID = "schedgym/DeadlineWelfare-v0"
-SMALL = dict(n_instances=3, horizon=6, n_jobs=8, arrival_rate=2.0)
+from .conftest import SMALL
 
 
 def p1_cvxpy(inst, jobs):
