@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import traceback
 
@@ -66,7 +67,26 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # subcommand not available in this version
             raise
         module.add_parser(sub)
+    for sub_parser in sub.choices.values():
+        _plain_help(sub_parser)
     return parser
+
+
+def plain_text(text: str) -> str:
+    """Docstring text as a terminal shows it: reST roles (``:mod:`x``` -> ``x``) and inline-literal
+    backquotes removed."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Strip reST markup from a parser's description and its options' help texts (module
+    docstrings double as help texts)."""
+    if parser.description:
+        parser.description = plain_text(parser.description)
+    for action in parser._actions:
+        if action.help:
+            action.help = plain_text(action.help)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -123,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if isinstance(getattr(args, "env_id", None), str):  # every subcommand: one rule
+            from schedgym.train.cli_options import resolve_env_id
+
+            args.env_id = resolve_env_id(args.env_id)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"schedgym {args.command}: interrupted", file=sys.stderr)

@@ -37,6 +37,20 @@ def split_instance_seeds(seeds: Sequence[int], n_envs: int) -> list[tuple[int, .
     return [tuple(int(s) for s in seeds[r::n_envs]) for r in range(n_envs)]
 
 
+def check_same_spaces(env_id: str, env_kwargs: dict[str, Any], first: tuple[int, Any],
+                      other: tuple[int, Any]) -> None:
+    """Raise ``ValueError`` unless the envs of two instance seeds ``(seed, env)`` have the same
+    observation and action spaces (one policy can only play instances of one shape)."""
+    for what in ("observation_space", "action_space"):
+        if getattr(first[1], what) != getattr(other[1], what):
+            raise ValueError(
+                f"instance_seeds is invalid for {env_id} with {env_kwargs}: the {what} of "
+                f"instance_seed={other[0]} differs from that of instance_seed={first[0]}; train "
+                "on many instances in a mode whose spaces depend only on the scenario's sizes "
+                "(--set action_mode=<learnable mode> --set instance_features=true; "
+                "'schedgym list' shows the modes)")
+
+
 class InstanceCycler(gym.Wrapper):
     """An env that plays instance ``seeds[k % len(seeds)]`` in its ``k``-th episode.
 
@@ -62,15 +76,12 @@ class InstanceCycler(gym.Wrapper):
 
     def _switch(self, seed: int) -> None:
         new = gym.make(self.env_id, instance_seed=seed, **self.env_kwargs)
-        for what in ("observation_space", "action_space"):
-            if getattr(new, what) != getattr(self.env, what):
-                new.close()
-                raise ValueError(
-                    f"instance_seeds is invalid for {self.env_id} with {self.env_kwargs}: the "
-                    f"{what} of instance_seed={seed} differs from that of instance_seed="
-                    f"{self.seeds[0]}; train on many instances in a mode whose spaces depend "
-                    "only on the scenario's sizes (--set action_mode=<learnable mode> --set "
-                    "instance_features=true; 'schedgym list' shows the modes)")
+        try:
+            check_same_spaces(self.env_id, self.env_kwargs, (self.seeds[0], self.env),
+                              (seed, new))
+        except ValueError:
+            new.close()
+            raise
         self.env.close()
         self.env = new
         self.instance_seed = seed

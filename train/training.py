@@ -67,7 +67,9 @@ DEFAULT_EVAL_INSTANCE_SEEDS: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004)
 #: Evaluations per run by default (and at most one per rollout).
 DEFAULT_EVALUATIONS = 5
 #: Files of a run folder that belong to one training run (removed by ``overwrite``).
-RUN_FILES = ("model.zip", "best_model.zip", "evaluations.npz", "vecnormalize.pkl", "config.yml",
+#: Marker file claiming a run folder for one run.
+CLAIM = ".schedgym-run"
+RUN_FILES = (CLAIM, "model.zip", "best_model.zip", "evaluations.npz", "vecnormalize.pkl", "config.yml",
              "run.json", "progress.csv")
 
 
@@ -313,15 +315,16 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
         return base
     if cfg.overwrite and base.is_dir():
         _clear_run(base)
-    root.mkdir(parents=True, exist_ok=True)
     for k in range(1, 10_000):
         cand = base if k == 1 else root / f"{cfg.run_name}-{k}"
+        cand.mkdir(parents=True, exist_ok=True)
+        if any(p.name != CLAIM for p in cand.iterdir()):
+            continue  # holds another run
         try:
-            cand.mkdir()
-            return cand
+            (cand / CLAIM).open("x").close()  # atomic: concurrent runs never share a folder
         except FileExistsError:
-            if not any(cand.iterdir()):
-                return cand
+            continue
+        return cand
     raise ValueError(f"out={cfg.out!r}: too many runs named {cfg.run_name!r}; give --name")
 
 
@@ -472,7 +475,7 @@ def build_vec_env(env_id: str, env_kw: dict[str, Any], instance_seeds: Sequence[
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from schedgym.train.instances import InstanceCycler, split_instance_seeds
+    from schedgym.train.instances import InstanceCycler, check_same_spaces, split_instance_seeds
 
     groups = split_instance_seeds(instance_seeds, n_envs)
 
@@ -486,6 +489,13 @@ def build_vec_env(env_id: str, env_kw: dict[str, Any], instance_seeds: Sequence[
         return _init
 
     venv = DummyVecEnv([make(r) for r in range(n_envs)])
+    for rank in range(1, n_envs):
+        try:
+            check_same_spaces(env_id, env_kw, (groups[0][0], venv.envs[0]),
+                              (groups[rank][0], venv.envs[rank]))
+        except ValueError:
+            venv.close()
+            raise
     venv.seed(seed)
     return venv
 

@@ -1,0 +1,176 @@
+"""The ``schedgym`` command line: one clear line for a user's mistake, never a traceback
+(issue 13), ``--version``, ``schedgym list``, help texts, the shared env options (issue 9)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+
+import pytest
+
+import schedgym
+from schedgym.agents import registry
+from schedgym.envs.deadline_welfare import ENV_ID as DW
+from schedgym.envs.fluctuating_speed import ENV_ID as FS
+from schedgym.envs.gain_overhead import ENV_ID as GO
+from schedgym.train import hyperparams as hp
+from schedgym.train.cli import build_parser, main
+from schedgym.train.cli_options import parse_overrides, resolve_env_id
+
+
+def _error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# ------------------------------------------------------------------- env ids
+@pytest.mark.parametrize("text, meant", [("GainOverhead-v0", GO), ("gainoverhead-v0", GO),
+                                         ("schedgym/FluctuatingSped-v0", FS),
+                                         ("DeadlineWelfare-v0", DW)])
+def test_close_env_id_gets_a_did_you_mean(text, meant):
+    with pytest.raises(ValueError, match=f"did you mean {re.escape(meant)}\\?"):
+        resolve_env_id(text)
+
+
+def test_module_prefixed_and_exact_ids_resolve():
+    assert resolve_env_id(f"schedgym:{GO}") == GO
+    for env_id in schedgym.ENV_IDS:
+        assert resolve_env_id(env_id) == env_id
+
+
+@pytest.mark.parametrize("cmd", [["train", "ppo", "GainOverhead-v0"],
+                                 ["compare", "GainOverhead-v0", "--agents", "random"]])
+def test_unknown_env_id_is_one_line_and_exit_2(capsys, cmd):
+    rc = main(cmd)
+    assert rc == 2
+    line = _error_line(capsys)
+    assert line.startswith(f"schedgym {cmd[0]}: error:")
+    assert f"did you mean {GO}?" in line
+
+
+def test_set_needs_key_value():
+    assert parse_overrides(["horizon=5", "beta_range=0.4:0.6"]) == {"horizon": 5,
+                                                                  "beta_range": (0.4, 0.6)}
+    with pytest.raises(ValueError, match="--hp 'n_steps' is invalid: must be KEY=VALUE"):
+        parse_overrides(["n_steps"], "--hp")
+
+
+# --------------------------------------------------------------------- agents
+def test_unknown_agent_option_lists_the_options(capsys):
+    rc = main(["compare", GO, "--agents", "ogasched[foo=1]", "--seeds", "0", "--quiet",
+               "--no-benchmarks", "--set", "horizon=3"])
+    assert rc == 2
+    line = _error_line(capsys)
+    assert "no option foo" in line and "timing='oco'" in line and "eta0" in line
+
+
+def test_agent_error_offers_only_trainable_algorithms():
+    with pytest.raises(ValueError, match="ALGO in ppo, a2c, sac, td3") as err:
+        registry.make("nosuch", None)
+    assert "dqn" not in str(err.value) and "ddpg" not in str(err.value)
+    assert set(registry.SB3_ALGOS) == set(hp.ALGOS)
+
+
+# ------------------------------------------------------------------- config errors
+def test_config_errors_name_the_file_given(tmp_path, capsys):
+    bad = tmp_path / "mine.yml"
+    bad.write_text("default:\n  policy: MultiInputPolicy\n  n_step: 3\n")
+    rc = main(["train", "ppo", GO, "--config", str(bad), "--timesteps", "8"])
+    assert rc == 2
+    line = _error_line(capsys)
+    assert str(bad) in line and "n_step" in line and "configs/ppo.yml" not in line
+
+
+def test_config_errors_name_the_cli_flag(capsys):
+    rc = main(["train", "ppo", GO, "--hp", "n_step=3", "--timesteps", "8"])
+    assert rc == 2
+    line = _error_line(capsys)
+    assert "--hp" in line and "n_step" in line and "configs/ppo.yml" not in line
+
+
+def test_missing_config_file_is_one_line(tmp_path, capsys):
+    rc = main(["train", "ppo", GO, "--config", str(tmp_path / "none.yml")])
+    assert rc == 2
+    assert "does not exist" in _error_line(capsys)
+
+
+# ------------------------------------------------------------------ error rule
+def test_user_errors_are_one_line_and_bugs_keep_their_traceback(capsys, monkeypatch):
+    from schedgym.train import cli
+
+    def user_mistake(args):
+        raise FileNotFoundError(2, "No such file or directory", "trace.csv")
+
+    def bug(args):
+        raise KeyError("internal")
+
+    parser = build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    parser.set_defaults(func=user_mistake)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub.choices["list"].set_defaults(func=user_mistake)
+    assert cli.main(["list"]) == 2
+    assert "trace.csv" in _error_line(capsys)
+    sub.choices["list"].set_defaults(func=bug)
+    with pytest.raises(KeyError, match="internal"):
+        cli.main(["list"])
+
+
+# ---------------------------------------------------------------- version, list
+def test_version(capsys):
+    with pytest.raises(SystemExit, match="0"):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"schedgym {schedgym.__version__}"
+
+
+def test_list_names_agents_scenarios_and_modes(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for env_id in schedgym.ENV_IDS:
+        assert env_id in out
+    for agent in ("ogasched", "drf", "esdp", "hauf", "onsocmax", "max-first", "random"):
+        assert re.search(rf"agents:.*\b{re.escape(agent)}\b", out)
+    assert "paper-default" in out and "alibaba-gpu-2023" in out
+    assert out.count("action modes:") == len(schedgym.ENV_IDS)
+    assert "ALGO in ppo, a2c, sac, td3" in out
+
+
+def test_list_one_env(capsys):
+    assert main(["list", "FluctuatingSpeed-v0"]) == 2  # namespace-less: did you mean
+    assert main(["list", FS]) == 0
+    out = capsys.readouterr().out
+    assert FS in out and GO not in out
+
+
+# ---------------------------------------------------------------------- help texts
+def _helps(parser: argparse.ArgumentParser) -> dict[str, str]:
+    out = {"schedgym": parser.format_help()}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out[name] = sub.format_help()
+    return out
+
+
+def test_help_texts_have_no_rest_markup():
+    for name, text in _helps(build_parser()).items():
+        assert not re.search(r"``|:(mod|func|class|meth|data|attr):`", text), name
+
+
+def test_max_minutes_help_says_wall_clock():
+    text = _helps(build_parser())["train"]
+    assert "--max-minutes" in text
+    flat = " ".join(text.split())
+    assert "minutes of wall clock" in flat and "CPU budget" not in flat
+
+
+def test_console_script_entry_point_runs():
+    proc = subprocess.run([sys.executable, "-c", "import sys; from schedgym.train.cli import "
+                           "main; sys.exit(main(['--version']))"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("schedgym ")
