@@ -69,8 +69,8 @@ DEFAULT_EVALUATIONS = 5
 #: Files of a run folder that belong to one training run (removed by ``overwrite``).
 #: Marker file claiming a run folder for one run.
 CLAIM = ".schedgym-run"
-RUN_FILES = (CLAIM, "model.zip", "best_model.zip", "evaluations.npz", "vecnormalize.pkl", "config.yml",
-             "run.json", "progress.csv")
+RUN_FILES = (CLAIM, "model.zip", "best_model.zip", "evaluations.npz", "vecnormalize.pkl",
+             "config.yml", "run.json", "progress.csv")
 
 
 @dataclass(frozen=True)
