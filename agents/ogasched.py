@@ -67,17 +67,25 @@ class OgaSched(Agent):
     def _init_state(self, index: int) -> dict[str, Any]:
         return {"y": None, "eta": self.eta0, "t": 0}
 
-    def step_size(self, state: dict[str, Any], grad: np.ndarray) -> float:
-        """Learning rate for the update after the current slot."""
+    def step_size(self, state: dict[str, Any], grad: np.ndarray | None) -> float:
+        """Learning rate for the update after the current slot (``grad`` is read by
+        ``"theory_adaptive"`` only)."""
         if self.lr_schedule == "exp":
             return state["eta"]
         if self.lr_schedule == "theory_const":
             return self._D / (self._G * np.sqrt(self.horizon)) if self._G > 0 else 0.0
-        norm = float(np.linalg.norm(grad))
+        norm = float(np.linalg.norm(grad)) if grad is not None else 0.0
         return self._D / (norm * np.sqrt(self.horizon)) if norm > 0 else 0.0
 
-    def _project(self, z: np.ndarray) -> np.ndarray:
-        return dynamics.project(self.instance, z, self.projection)
+    def _ascend(self, x: np.ndarray, y: np.ndarray, state: dict[str, Any]) -> np.ndarray:
+        """``Pi_Y(y + eta_t grad)``, or ``y`` itself (a copy) when the step size is 0."""
+        inst = self.instance
+        if self.lr_schedule != "theory_adaptive" and self.projection == "exact":
+            eta = self.step_size(state, None)  # does not depend on the gradient
+            return dynamics.ascent_step(inst, x, y, eta) if eta > 0 else y.copy()
+        grad = dynamics.supergradient(inst, x, y)
+        eta = self.step_size(state, grad)
+        return dynamics.project(inst, y + eta * grad, self.projection) if eta > 0 else y.copy()
 
     def _act(self, obs: dict[str, np.ndarray], state: dict[str, Any], deterministic: bool):
         inst = self.instance
@@ -85,17 +93,12 @@ class OgaSched(Agent):
         if self.timing == "oco":
             y = state["y"] if state["y"] is not None else np.zeros(self._shape)
             played = y
-            grad = dynamics.supergradient(inst, x, y)
-            eta = self.step_size(state, grad)
-            state["y"] = self._project(y + eta * grad) if eta > 0 else y
+            state["y"] = self._ascend(x, y, state)
         else:  # lookahead (authors' code)
             if state["y"] is None:
                 played = fairness_allocation(inst, x)
             else:
-                prev = state["y"]
-                grad = dynamics.supergradient(inst, x, prev)
-                eta = self.step_size(state, grad)
-                played = self._project(prev + eta * grad) if eta > 0 else prev.copy()
+                played = self._ascend(x, state["y"], state)
                 played[x[inst.edge_type] == 0] = 0.0
             state["y"] = played
         state["eta"] *= self.decay

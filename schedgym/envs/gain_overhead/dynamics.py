@@ -185,6 +185,26 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
     return project_grouped(inst, z, method)[0]
 
 
+@numba.njit(cache=True)
+def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
+                   alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
+                   slots: np.ndarray, caps: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    z = y + eta * _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta)
+    out, load = np.empty(y.shape), np.empty(cap.shape)
+    _project_slots(z, slots, caps, cap, out, load)
+    return out
+
+
+def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: float
+                ) -> np.ndarray:
+    """OgaSched's update ``Pi_Y(y + eta * grad_q(x, y))`` (spec ogasched (31)-(32)) with the
+    exact projection, in one compiled call; ``y`` ``(E, K)``, ``eta`` > 0."""
+    return _ascent_kernel(
+        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), float(eta),
+        inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts,
+        inst.beta, inst.instance_slots, inst.edge_caps, inst.capacities)
+
+
 @dataclass(frozen=True)
 class BatchOutcome:
     """One slot of ``N`` copies: applied allocations ``y`` ``(N, E, K)`` (resource units),
