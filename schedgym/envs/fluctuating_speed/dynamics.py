@@ -254,20 +254,22 @@ def advance_waits(origin: np.ndarray, x: np.ndarray, port: np.ndarray, next_arri
 
 @numba.njit(cache=True)
 def observe(arrivals: np.ndarray, util: np.ndarray, feedback: np.ndarray, x: np.ndarray,
-            origin: np.ndarray, t: int, horizon: int, o_arr: np.ndarray, o_util: np.ndarray,
-            o_fb: np.ndarray, o_used: np.ndarray, o_wait: np.ndarray,
+            origin: np.ndarray, t: int, horizon: int, cell: np.ndarray, o_arr: np.ndarray,
+            o_util: np.ndarray, o_fb: np.ndarray, o_used: np.ndarray, o_wait: np.ndarray,
             o_prog: np.ndarray) -> None:  # pragma: no cover - compiled
     """Fill the float32 observation entries (see the env docstring) at the start of slot ``t``:
     ``arrivals`` (zeros when ``t = T``), previous slot's ``util`` / ``feedback`` / used ``x``,
-    ``waiting = w(t) / T`` from ``origin`` and ``progress = t / T``."""
+    ``waiting = w(t) / T`` from ``origin`` and ``progress = t / T``. Edge ``e``'s feedback and
+    use go to entry ``cell[e]`` of ``o_fb`` / ``o_used`` (``arange(E)``, or the grid cells of
+    the ``"scores"`` mode, where the other entries must already be 0)."""
     for l in range(o_arr.shape[0]):
         o_arr[l] = arrivals[l] if t < horizon else 0.0
         o_wait[l] = (t - origin[l]) / horizon if origin[l] >= 0 else 0.0
     for k in range(o_util.shape[0]):
         o_util[k] = util[k]
-    for e in range(o_fb.shape[0]):
-        o_fb[e] = feedback[e]
-        o_used[e] = x[e]
+    for e in range(x.shape[0]):
+        o_fb[cell[e]] = feedback[e]
+        o_used[cell[e]] = x[e]
     o_prog[0] = t / horizon
 
 

@@ -20,10 +20,11 @@ convention): ``selection`` ``(N, |E|)`` int8, ``arrivals`` ``(N, L)``, ``feedbac
 ``compute_oracle=True``, ``oracle_value``, ``pseudo_regret``, ``realised_regret``. The oracle's
 per-slot selection is solved once per reset for the whole episode (cached by arrival pattern).
 
-Not supported: ``render_mode`` (refused at construction: render through
-``vectorization_mode="sync"``) and observation keys that change within an episode other than
-the six documented ones (any further key, e.g. static instance features, is repeated from the
-copy's reset observation).
+Every ``action_mode`` works (``"scores"`` is decoded per copy by the single env's decoder, then
+goes through the same kernel; its ``action_clip`` info is kept) and so does
+``instance_features=True`` (the static ``instance`` key is repeated from the copy's reset
+observation). Not supported: ``render_mode`` (refused at construction: render through
+``vectorization_mode="sync"``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from schedgym.core.validation import check_int
+from schedgym.envs.fluctuating_speed import actions as actions_mod
 from schedgym.envs.fluctuating_speed import dynamics as dyn
 from schedgym.envs.fluctuating_speed.env import FluctuatingSpeedEnv
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
@@ -52,8 +54,9 @@ _INT_INFO = {"n_selected": dyn.N_SELECTED, "n_masked": dyn.N_MASKED,
 @numba.njit(cache=True)
 def _step_batch(actions: np.ndarray, active: np.ndarray, t: np.ndarray, arr: np.ndarray,
                 zraw: np.ndarray, oracle_x: np.ndarray, tabs: dyn.SlotTables, repair: bool,
-                x: np.ndarray, fb: np.ndarray, util: np.ndarray, origin: np.ndarray,
-                out: np.ndarray, obs: tuple) -> tuple[int, int]:  # pragma: no cover - compiled
+                cell: np.ndarray, x: np.ndarray, fb: np.ndarray, util: np.ndarray,
+                origin: np.ndarray, out: np.ndarray,
+                obs: tuple) -> tuple[int, int]:  # pragma: no cover - compiled
     """One slot of every ``active`` copy ``i`` at its slot ``t[i]`` (then ``t[i] += 1``):
     :func:`~.dynamics.slot_kernel`, :func:`~.dynamics.advance_waits`, :func:`~.dynamics.observe`
     into row ``i`` of the six observation arrays ``obs``. Returns ``(status, copy)`` of the first
@@ -71,8 +74,8 @@ def _step_batch(actions: np.ndarray, active: np.ndarray, t: np.ndarray, arr: np.
         nxt = min(ti + 1, T - 1)
         dyn.advance_waits(origin[i], x[i], tabs.port_of_edge, arr[i, nxt], ti + 1, ti + 1 < T)
         t[i] = ti + 1
-        dyn.observe(arr[i, nxt], util[i], fb[i], x[i], origin[i], ti + 1, T, o_arr[i], o_util[i],
-                    o_fb[i], o_used[i], o_wait[i], o_prog[i])
+        dyn.observe(arr[i, nxt], util[i], fb[i], x[i], origin[i], ti + 1, T, cell, o_arr[i],
+                    o_util[i], o_fb[i], o_used[i], o_wait[i], o_prog[i])
     return dyn.OK, -1
 
 
@@ -107,6 +110,11 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(t.observation_space, self.num_envs)
         self.action_space = batch_space(t.action_space, self.num_envs)
         self._tabs = dyn.slot_tables(t.instance)
+        self._scores = t.action_mode == "scores"
+        # where edge e's feedback/use sit in the observation: per edge, or on the (L, R) grid
+        self._cell = np.ascontiguousarray(
+            t.instance.cell_of_edge if self._scores else np.arange(t.instance.n_edges),
+            dtype=np.int64)
         self._oracle = OracleSolver(t.instance) if t.compute_oracle else None
         self._alloc()
 
@@ -124,6 +132,7 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self._util = np.zeros((N, K))
         self._origin = -np.ones((N, L))
         self._out = np.zeros((N, dyn.N_SCALARS))
+        self._clip = np.zeros(N)
         self._static: list[dict[str, np.ndarray]] = [{} for _ in range(N)]
         self._autoreset = np.zeros(N, dtype=bool)
         self._needs_reset = True
@@ -187,7 +196,8 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         for i in np.flatnonzero(rows):
             ti = int(self._t[i])
             dyn.observe(self._arr[i, min(ti, self.horizon - 1)], self._util[i], self._fb[i],
-                        self._x[i], self._origin[i], ti, self.horizon, obs["arrivals"][i],
+                        self._x[i], self._origin[i], ti, self.horizon, self._cell,
+                        obs["arrivals"][i],
                         obs["utilization"][i], obs["feedback"][i], obs["used"][i],
                         obs["waiting"][i], obs["progress"][i])
             for k, v in self._static[i].items():
@@ -200,18 +210,15 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         if self._needs_reset:
             raise gym.error.ResetNeeded(
                 "FluctuatingSpeedVectorEnv.step() was called before reset(): call reset() first")
-        N, E = self.num_envs, self.instance.n_edges
-        acts = np.asarray(actions)
-        if acts.shape != (N, E) or acts.dtype.kind not in "biuf":
-            acts = np.stack([dyn.validate_selection(a, E) for a in _rows(actions, N, E)])
         active = ~self._autoreset
+        acts = self._selections(actions, active)
         obs = self._empty_obs()
         status, bad = _step_batch(
             acts, active, self._t, self._arr, self._z, self._ox, self._tabs,
-            self.envs[0].invalid_action == "repair", self._x, self._fb, self._util,
-            self._origin, self._out, tuple(obs[k] for k in DYNAMIC_KEYS))
+            self.envs[0].invalid_action == "repair", self._cell, self._x, self._fb,
+            self._util, self._origin, self._out, tuple(obs[k] for k in DYNAMIC_KEYS))
         if status == dyn.NON_BINARY:
-            dyn.validate_selection(acts[bad], E)  # raises, naming the entry
+            dyn.validate_selection(acts[bad], self.instance.n_edges)  # raises, naming the entry
         if status == dyn.OVER_CAPACITY:
             raise dyn.capacity_error(self._tabs, self._x[bad])
         for i in np.flatnonzero(active):
@@ -221,13 +228,34 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         done = active & ((self._t >= self.horizon) | (self._t >= self.limit))
         truncated = done.copy()
         infos = self._step_infos(active) if active.any() else {}
+        if self._scores and active.any():
+            infos["action_clip"] = np.where(active, self._clip, 0.0)
+            infos["_action_clip"] = active.copy()
         for i in np.flatnonzero(self._autoreset):
             o, info = self._reset_one(int(i), None, None)
             for k, v in o.items():
                 obs[k][i] = v
             infos = self._add_info(infos, info, int(i))
         self._autoreset = done
-        return obs, rewards, np.zeros(N, dtype=bool), truncated, infos
+        return obs, rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
+
+    def _selections(self, actions: Any, active: np.ndarray) -> np.ndarray:
+        """The requested selections ``(N, |E|)``: the actions themselves in the default mode
+        (checked by the kernel), or the ``"scores"`` decoder's feasible selections (the single
+        env's :func:`~.actions.check_scores` / :func:`~.actions.decode_scores`)."""
+        N, E = self.num_envs, self.instance.n_edges
+        if not self._scores:
+            acts = np.asarray(actions)
+            if acts.shape != (N, E) or acts.dtype.kind not in "biuf":
+                acts = np.stack([dyn.validate_selection(a, E) for a in _rows(actions, N, E)])
+            return acts
+        inst = self.instance
+        rows = _rows(actions, N, inst.n_types * inst.n_instances)
+        sel = np.zeros((N, E), dtype=np.int8)
+        for i in np.flatnonzero(active):
+            scores, self._clip[i] = actions_mod.check_scores(inst, rows[i])
+            sel[i] = actions_mod.decode_scores(inst, scores, self._arr[i, self._t[i]])
+        return sel
 
     def _step_infos(self, active: np.ndarray) -> dict[str, Any]:
         """The step infos of the ``active`` copies, as ``SyncVectorEnv`` batches them."""
@@ -264,16 +292,16 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
             env.close()
 
 
-def _rows(actions: Any, n: int, n_edges: int) -> list[Any]:
-    """The ``n`` per-copy actions of a batch that is not a numeric ``(n, |E|)`` array."""
+def _rows(actions: Any, n: int, size: int) -> list[Any]:
+    """The ``n`` per-copy actions (``size`` entries each) of a batch, as a list."""
     try:
         rows = list(actions)
     except TypeError:
-        raise ValueError(f"actions must be an (num_envs={n}, {n_edges}) array of 0/1 "
-                         f"selections, got {type(actions).__name__}") from None
+        raise ValueError(f"actions must be an (num_envs={n}, {size}) array, got "
+                         f"{type(actions).__name__}") from None
     if len(rows) != n:
-        raise ValueError(f"actions has {len(rows)} rows: must have num_envs={n} (one 0/1 "
-                         f"selection of {n_edges} entries per copy)")
+        raise ValueError(f"actions has {len(rows)} rows: must have num_envs={n} (one action "
+                         f"of {size} entries per copy)")
     return rows
 
 

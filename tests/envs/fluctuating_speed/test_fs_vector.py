@@ -30,9 +30,11 @@ def _play(sync, native, steps: int, seed: int, density: float | None = None) -> 
     _assert_same(sync.reset(seed=seed), native.reset(seed=seed), "reset")
     rng = np.random.default_rng(seed)
     shape = native.action_space.shape
+    scores = isinstance(native.single_action_space, gym.spaces.Box)
     for t in range(steps):
         p = rng.random() if density is None else density
-        acts = (rng.random(shape) < p).astype(np.int8)
+        acts = (rng.uniform(-1.3, 1.3, shape) if scores else
+                (rng.random(shape) < p).astype(np.int8))
         got, want = native.step(acts), sync.step(acts)
         for name, a, b in zip(("obs", "reward", "terminated", "truncated", "info"), want, got,
                               strict=True):
@@ -40,7 +42,9 @@ def _play(sync, native, steps: int, seed: int, density: float | None = None) -> 
 
 
 @pytest.mark.parametrize("kw", [{}, {"compute_oracle": False}, {"capacity_scale": 1},
-                                {"arrival_prob": 0.5, "horizon": 3}])
+                                {"arrival_prob": 0.5, "horizon": 3},
+                                {"action_mode": "scores", "instance_features": True},
+                                {"instance_features": True, "compute_oracle": False}])
 def test_vector_equals_sync_vector_env_across_autoresets(kw):
     sync, native = _pair(3, **kw)
     assert isinstance(native.unwrapped, FluctuatingSpeedVectorEnv)
