@@ -152,7 +152,8 @@ def summarise(results: Sequence[EpisodeResult], bench: dict[tuple[int, int], dic
                                             else CEILING_BENCHMARKS[ceil[1]])
     legend = {"reference": ref, "ceiling": ceil_label,
               "instances": sorted({r.instance_seed for r in results}),
-              "columns": column_legend(ref, ceil_label, bench_names)}
+              "columns": column_legend(ref, ceil_label, bench_names),
+              "metrics": {k: v for k, v in METRIC_NOTES.items() if k in results[0].metrics}}
     return rows, legend
 
 
@@ -171,6 +172,16 @@ def column_legend(ref: str, ceil: str | None, bench_names: Sequence[str]) -> dic
         cols[f"{b}_ratio (files)"] = f"{b} / return (optimum / agent: the competitive ratio)"
     cols["ms/decision"] = "mean wall-clock ms per agent.predict call"
     return cols
+
+
+#: metrics whose name invites a wrong reading, explained in ``summary.json``'s legend
+METRIC_NOTES = {
+    "oracle_value": "sum over slots of the oracle's EXPECTED value theta^T x*(t) (the "
+                    "pseudo-regret's reference); the realised oracle return is the benchmark "
+                    "'oracle', so oracle_value - reward differs from oracle_gap",
+    "pseudo_regret": "oracle_value - expected_reward, summed over slots",
+    "realised_regret": "oracle's realised return minus the agent's (= oracle_gap)",
+}
 
 
 def _display(rows: list[dict[str, Any]], legend: dict[str, Any]) -> list[tuple[str, str]]:

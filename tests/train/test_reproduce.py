@@ -110,3 +110,52 @@ def test_duplicate_sweep_labels_and_unknown_metrics_are_errors(tmp_path):
     assert metric_value(res, "reward") == 1.0 and metric_value(res, "wall_time") == 2.0
     with pytest.raises(KeyError, match="rewrd"):
         metric_value(res, "rewrd")
+
+
+def test_bad_set_values_fail_with_one_line_before_any_episode(tmp_path, capsys):
+    """Issue 13: ``--set duration_mean=abc`` exited 0, ignored the value and recorded it."""
+    from .sweep_cli import main as cli
+
+    out = tmp_path / "r"
+    rc = cli(["reproduce", "onsocmax-duration", "--set", "duration_mean=abc", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert "duration_mean" in err[0] and "'abc'" in err[0] and "sweeps" in err[0]
+    rc = cli(["reproduce", "onsocmax-duration", "--set", "workload_mean=abc", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "workload_mean" in err[0]
+    assert not out.exists()
+
+
+def test_reproduce_runs_through_the_store_over_instances_and_resumes(tmp_path, capsys):
+    import yaml
+
+    from schedgym.train.store import RunStore, read_records
+
+    from .sweep_cli import main as cli
+
+    cfg = {"name": "tiny3", "paper": "test", "env_id": "schedgym/GainOverhead-v0",
+           "overrides": {"n_types": 3, "n_instances": 3, "horizon": 10},
+           "agents": ["ogasched", "fairness"], "seeds": "0-1", "instance_seeds": "3-4",
+           "metric": "avg_reward", "sweeps": [{"parameter": "arrival_prob",
+                                               "values": [0.5, 0.9],
+                                               "paper": {"ogasched": [2.0, 4.0],
+                                                         "fairness": [1.0, 5.0]}}]}
+    path = tmp_path / "tiny3.yml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "run"
+    assert cli(["reproduce", str(path), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    recs = [r for _, r in read_records(out)]
+    assert len(recs) == 2 * 2 * 2 * 2 and {r["key"][2] for r in recs} == {3, 4}
+    text = (out / "report.md").read_text()
+    assert "instance seeds 3-4 (2)" in text and "| over instances |" in text
+    # drop half the records: --resume runs only those, and the report is unchanged
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    (out / "episodes.jsonl").write_text("\n".join(lines[:7]) + "\n")
+    capsys.readouterr()
+    assert cli(["reproduce", "--resume", str(out), "--workers", "1", "--quiet"]) == 0
+    assert len(RunStore.open(out, lock=False).records()) == 16
+    rows = (out / "rows.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4
+    assert cli(["report", str(out)]) == 0
+    assert "## arrival_prob" in capsys.readouterr().out
