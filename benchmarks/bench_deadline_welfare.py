@@ -1,24 +1,35 @@
 """Performance figures of DeadlineWelfare-v0, OnSocMax and the offline optimum.
 
-Prints, measured in one run on this machine:
-1. env steps/s (one step = one job) with random actions, at the paper-default size;
+Prints, measured in one run on this machine (ratios against references measured in the same
+process, never absolute targets):
+0. first-call compile time of the compiled kernels (a fresh numba cache in a subprocess) and
+   the load time once cached;
+1. env steps/s (one step = one job) with random actions at the paper-default size, as a ratio
+   to CartPole-v1's steps/s: the single env, the native vector env (64 copies, per env-step)
+   and SyncVectorEnv (64 copies) for reference; and the same without episode ends (one
+   episode of 2,000 jobs) to separate the step from the reset (the job sampler);
 2. every agent's mean decision time per job (``predict``: parse + solve + encode);
 3. OnSocMax's exact P3 solver (``P3.solve``) next to cvxpy/Clarabel (``solve_p3_cvxpy``: build +
    solve, as an agent would per job) on the same subproblems - every job OnSocMax decided in
    ``--episodes`` episodes of the ``paper-default`` and ``congested`` scenarios, per utility
    family: mean time per subproblem (best of 5 runs for ours, of 3 for cvxpy, so a preemption
-   by another process is not counted), speed-up of the totals and median per-subproblem
+   by another process is not counted), speed-up of the totals and smallest per-subproblem
    speed-up, largest objective difference (ours - cvxpy; >= 0 means ours is at least as good)
    and largest KKT residual. Subproblems are timed interleaved (ours, then cvxpy);
 4. wall time of the offline optimum (P1) per episode.
 
-Usage: ``python benchmarks/bench_deadline_welfare.py [--episodes N] [--steps N]``
+Usage: ``python benchmarks/bench_deadline_welfare.py [--episodes N] [--steps N]`` or
+``schedgym bench deadline_welfare``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 
@@ -36,17 +47,76 @@ AGENTS = ["onsocmax", "max-first", "equal-share", "jsq"]
 FAMILIES = ["linear", "log", "sqrt"]
 
 
-def steps_per_second(n: int) -> float:
-    env = gym.make(ENV_ID)
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    acts = [rng.uniform(-1, 1, env.action_space.shape).astype(np.float32) for _ in range(64)]
+_COMPILE = """
+import time
+t0 = time.perf_counter()
+import gymnasium as gym, numpy as np, schedgym
+from schedgym import agents
+env = gym.make("schedgym/DeadlineWelfare-v0", utility="{u}")
+names = ["onsocmax", "max-first", "equal-share", "jsq"]
+acts = [agents.make(n, env) for n in names]
+for ag in acts:
+    obs, _ = env.reset(seed=0)
+    env.step(ag.predict(obs)[0])
+vec = gym.make_vec("schedgym/DeadlineWelfare-v0", num_envs=2,
+                   vectorization_mode="vector_entry_point", utility="{u}")
+vec.reset(seed=0)
+vec.step(vec.action_space.sample())
+print(time.perf_counter() - t0)
+"""
+
+
+def first_call_seconds(cache_dir: str | None) -> float:
+    """Seconds to import schedgym and make the first env step and agent decision of every DW
+    kernel (all three utility families) in a fresh process; ``cache_dir`` a fresh numba cache
+    (``None``: the usual, warm cache)."""
+    env = dict(os.environ)
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    total = 0.0
+    for u in FAMILIES:
+        out = subprocess.run([sys.executable, "-c", _COMPILE.format(u=u)], env=env,
+                             capture_output=True, text=True, check=True)
+        total += float(out.stdout.strip().splitlines()[-1])
+    return total
+
+
+def steps_per_second(make, n: int, seed: int = 0) -> float:
+    """Env steps per second of ``make()`` (an env or a vector env) with random actions,
+    counting every sub-env's step; resets at episode ends (vector envs autoreset)."""
+    env = make()
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    acts = [env.action_space.sample() for _ in range(64)]
+    copies = getattr(env, "num_envs", 1)
+    vector = hasattr(env, "num_envs")
+    steps = max(n // copies, 1)
     t0 = time.perf_counter()
-    for i in range(n):
+    for i in range(steps):
         _, _, term, trunc, _ = env.step(acts[i % 64])
-        if term or trunc:
+        if not vector and (term or trunc):
             env.reset()
-    return n / (time.perf_counter() - t0)
+    return steps * copies / (time.perf_counter() - t0)
+
+
+def throughput(n: int) -> None:
+    """Section 1: steps/s against CartPole-v1, measured back to back."""
+    def vec(mode: str, **kw):
+        return lambda: gym.make_vec(ENV_ID, num_envs=64, vectorization_mode=mode, **kw)
+
+    rows = [("CartPole-v1 single env", lambda: gym.make("CartPole-v1")),
+            ("DW single env", lambda: gym.make(ENV_ID)),
+            ("DW native vector env, 64 copies", vec("vector_entry_point")),
+            ("DW SyncVectorEnv, 64 copies", vec("sync")),
+            ("DW single env, no episode end", lambda: gym.make(ENV_ID, n_jobs=n + 1)),
+            ("DW native x64, no episode end",
+             vec("vector_entry_point", n_jobs=max(n // 64, 1) + 1))]
+    ref = None
+    for name, make in rows:
+        steps_per_second(make, max(n // 10, 64))  # warm-up (compiled kernels, caches)
+        sps = steps_per_second(make, 10 * n if ref is None else n)
+        ref = ref or sps
+        print(f"   {name:<36}{sps:>12,.0f} env-steps/s{sps / ref:>9.3f}x CartPole")
 
 
 def decision_ms(name: str, utility: str, episodes: int) -> float:
@@ -106,7 +176,8 @@ def compare_solvers(probs: list, repeats: int = 5, cvx_repeats: int = 3) -> dict
         kkt.append(p.kkt_residual(x, mu))
     return {"n": len(probs), "ours_ms": 1e3 * float(np.mean(ours)),
             "cvx_ms": 1e3 * float(np.mean(cvx)), "speedup": float(np.sum(cvx) / np.sum(ours)),
-            "median_speedup": float(np.median(ratios)), "min_diff": float(np.min(diff)),
+            "median_speedup": float(np.median(ratios)), "min_speedup": float(np.min(ratios)),
+            "min_diff": float(np.min(diff)),
             "max_absdiff": float(np.max(np.abs(diff))), "max_kkt": float(np.max(kkt))}
 
 
@@ -119,33 +190,49 @@ def main() -> None:
 
     print(f"machine: {platform.processor() or platform.machine()}, python "
           f"{platform.python_version()}, numpy {np.__version__}, cvxpy {cvxpy.__version__}")
-    print(f"\n1. {ENV_ID} paper-default, random actions: {steps_per_second(args.steps):,.0f} "
-          "steps/s (jobs/s)")
+    print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as cold:
+        print(f"\n0. first call of every DW kernel (3 utilities, fresh processes): "
+              f"{first_call_seconds(cold):.1f} s with an empty numba cache (compile), "
+              f"{first_call_seconds(None):.1f} s cached")
+    print(f"\n1. {ENV_ID} paper-default, random actions (one step = one job):")
+    throughput(args.steps)
     print("\n2. decision time per job (predict), ms, paper-default:")
     print(f"   {'agent':<12}" + "".join(f"{u:>10}" for u in FAMILIES))
     for name in AGENTS:
         row = [decision_ms(name, u, args.episodes) for u in FAMILIES]
         print(f"   {name:<12}" + "".join(f"{v:>10.3f}" for v in row))
+    solver_section(args.episodes)
+    offline_section(args.episodes)
+
+
+def solver_section(episodes: int) -> None:
+    """Section 3: the exact P3 solver against cvxpy on every subproblem OnSocMax met."""
     print("\n3. exact P3 solver vs cvxpy (Clarabel) on the same subproblems:")
     print(f"   {'scenario':<14}{'utility':<8}{'n':>5}{'ours ms':>10}{'cvxpy ms':>10}"
-          f"{'speed-up':>10}{'median':>9}{'min(ours-cvx)':>15}{'max|diff|':>11}{'max KKT':>10}")
+          f"{'speed-up':>10}{'median':>9}{'min':>8}{'min(ours-cvx)':>15}{'max|diff|':>11}"
+          f"{'max KKT':>10}")
     for scenario in ("paper-default", "congested"):
         for u in FAMILIES:
-            r = compare_solvers(subproblems(u, scenario, args.episodes))
-            print(f"   {scenario:<14}{u:<8}{r['n']:>5}{r['ours_ms']:>10.3f}{r['cvx_ms']:>10.2f}"
-                  f"{r['speedup']:>9.0f}x{r['median_speedup']:>8.0f}x{r['min_diff']:>15.2e}"
-                  f"{r['max_absdiff']:>11.2e}{r['max_kkt']:>10.1e}")
+            r = compare_solvers(subproblems(u, scenario, episodes))
+            print(f"   {scenario:<14}{u:<8}{r['n']:>5}{r['ours_ms']:>10.4f}{r['cvx_ms']:>10.2f}"
+                  f"{r['speedup']:>9.0f}x{r['median_speedup']:>8.0f}x{r['min_speedup']:>7.0f}x"
+                  f"{r['min_diff']:>15.2e}{r['max_absdiff']:>11.2e}{r['max_kkt']:>10.1e}")
+
+
+def offline_section(episodes: int) -> None:
+    """Section 4: the offline optimum P1 per episode."""
     print("\n4. offline optimum P1 per episode (paper-default), s:")
     for u in FAMILIES:
         env = gym.make(ENV_ID, utility=u).unwrapped
         ts = []
-        for s in range(args.episodes):
+        for s in range(episodes):
             env.reset(seed=s)
             t0 = time.perf_counter()
             solve_p1(env.instance, env.jobs)
             ts.append(time.perf_counter() - t0)
         print(f"   {u:<8} {np.mean(ts):.3f} s (mean of {len(ts)})")
-
+    print(f"\nload average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 if __name__ == "__main__":
     main()
