@@ -2,32 +2,101 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import numpy as np
 from gymnasium import spaces
 
 from schedgym.core import rng as rngs
+from schedgym.core import utilities
 from schedgym.core.arrays import readonly_view
 from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import (
     SchedEnv,
     Viewer,
     clip_unit,
-    decode_unit,
     encode_unit,
     frac_box,
     resolve_episode_seed,
     unit_box,
     validate_action,
 )
-from schedgym.envs.gain_overhead import dynamics, viewer
+from schedgym.core.validation import check_bool, check_choice, check_float
+from schedgym.envs.gain_overhead import actions, dynamics, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
 from schedgym.envs.gain_overhead.types import GainOverheadInstance, GainOverheadParams
 from schedgym.envs.gain_overhead.viewer import RenderState
 
 #: The type Gymnasium's Env declares for observation spaces.
 ObsSpace = spaces.Space[dict[str, np.ndarray]]
+
+#: Arrival protocols: ``revealed`` (x(t) observed before acting) or ``hidden`` (OCO: x(t-1)).
+ARRIVAL_PROTOCOLS: tuple[str, ...] = ("revealed", "hidden")
+
+#: Overrides that still apply with an explicit ``instance=`` (they do not shape the instance).
+EPISODE_PARAMS: tuple[str, ...] = ("horizon", "arrival_prob")
+
+#: Default of ``max_memory_gb``: the most memory (GiB, estimated) a configuration may need.
+MAX_MEMORY_GB = 4.0
+
+
+def memory_estimate(n_types: int, n_instances: int, n_resources: int, horizon: int,
+                    n_edges: int) -> float:
+    """Rough peak memory (bytes) of an env of these sizes: the pre-drawn arrivals ``(T, L)``,
+    the generator's dense ``(L, R)`` graph and about 16 float64 ``(E, K)`` working arrays
+    (instance caches, action, projection). Used to refuse configurations a machine cannot hold."""
+    return float(16 * horizon * n_types + 2 * n_types * n_instances
+                 + 8 * 16 * n_edges * n_resources + 8 * 8 * n_instances * n_resources)
+
+
+def check_memory(limit_gb: float, n_types: int, n_instances: int, n_resources: int,
+                 horizon: int, n_edges: int) -> None:
+    """Raise ``ValueError`` with the figure when :func:`memory_estimate` exceeds ``limit_gb``."""
+    need = memory_estimate(n_types, n_instances, n_resources, horizon, n_edges) / 2**30
+    if need > limit_gb:
+        raise ValueError(
+            f"GainOverhead-v0 with n_types={n_types}, n_instances={n_instances}, "
+            f"n_resources={n_resources}, horizon={horizon} (~{n_edges} edges) needs about "
+            f"{need:.1f} GiB, above max_memory_gb={limit_gb}: lower the sizes or pass a larger "
+            "max_memory_gb"
+        )
+
+
+class _CheckedGenerator:
+    """The synthetic generator, refusing sizes whose memory estimate is above the limit before
+    it allocates anything."""
+
+    def __init__(self, limit_gb: float) -> None:
+        self.limit_gb = limit_gb
+
+    def __call__(self, params: Mapping[str, Any], instance_seed: int) -> GainOverheadInstance:
+        p = validate_params(params)
+        choices = p.degree_choices or (4,)
+        edges = p.n_instances * min(max(choices), p.n_types)
+        check_memory(self.limit_gb, p.n_types, p.n_instances, p.n_resources, p.horizon, edges)
+        return generate(p, instance_seed)
+
+
+def instance_features(inst: GainOverheadInstance) -> np.ndarray:
+    """The ``"instance"`` observation (float32, in [0, 1]), length ``3 L K + K``.
+
+    Per (type ``l``, resource ``k``), row-major: the request share ``a_l^k / (a_l^k + sum_{r in
+    R_l} c_r^k)``; the mean ``alpha / (1 + alpha)`` over the type's instances; the fraction of
+    the type's instances whose utility family for ``k`` is linear. Then per resource:
+    ``beta_k / (1 + beta_k)``. Sizes depend only on ``L`` and ``K``, never on the instance seed.
+    """
+    reach = inst.mask.astype(np.float64) @ inst.capacities  # (L, K)
+    req = inst.requests
+    share = np.divide(req, req + reach, out=np.zeros_like(req), where=(req + reach) > 0)
+    deg = np.diff(np.r_[inst.type_starts, inst.n_edges])[:, None]
+    a = inst.edge_alpha
+    alpha = np.add.reduceat(a / (1.0 + a), inst.type_starts, axis=0) / deg
+    is_linear = (inst.edge_codes == utilities.LINEAR).astype(np.float64)
+    linear = np.add.reduceat(is_linear, inst.type_starts, axis=0) / deg
+    beta = inst.beta / (1.0 + inst.beta)
+    out = np.concatenate([share.ravel(), alpha.ravel(), linear.ravel(), beta])
+    return np.clip(out, 0.0, 1.0).astype(np.float32)
 
 
 class GainOverheadEnv(SchedEnv[np.ndarray]):
@@ -37,56 +106,112 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     ``L`` job types (ports) and ``R`` computing instances form a bipartite service-locality graph
     with edges (channels) ``E``. In every time slot at most one job of each type arrives
     (``x_l(t) in {0, 1}``). The scheduler allocates ``y_(l,r)^k >= 0`` units of each of ``K``
-    resource types over every channel, subject to the per-channel cap ``y <= a_l^k`` and the
-    instance capacity ``sum_{l in L_r} y_(l,r)^k <= c_r^k``. Jobs last one slot; nothing carries
-    over between slots.
+    resource types over every channel, subject to the per-channel cap ``y <= a_l^k`` (OgaSched
+    (5)) and the instance capacity ``sum_{l in L_r} y_(l,r)^k <= c_r^k`` (OgaSched (6)). Jobs
+    last one slot; nothing carries over between slots. Model and parameters:
+    ``docs/gain-overhead.md``.
 
     ## Action Space
-    ``Box(-1, 1, (|E| * K,), float32)``: entry ``e * K + k`` is channel ``e`` (edges in
-    lexicographic ``(l, r)`` order, ``instance.edges``) and resource ``k``. It is mapped affinely to
-    ``[0, a_l^k]`` and then projected **exactly** (Euclidean) onto the feasible set Y, so every
-    action is valid. Entries outside ``[-1, 1]`` are clipped first (``info["action_clip"]``);
-    NaN/inf or a wrong shape raise ``ValueError``. ``encode_action(allocation)`` and
+    ``Box(-1, 1, (n,), float32)``, decoded by ``action_mode`` (:mod:`.actions`) into a target
+    allocation in ``[0, a_l^k]`` that is then projected **exactly** (Euclidean) onto the
+    feasible set Y, so every action is valid. Modes (``metadata["action_modes"]``):
+
+    - ``"allocation"`` (default), ``n = |E| * K``: entry ``e * K + k`` is channel ``e`` (edges
+      in lexicographic ``(l, r)`` order, ``instance.edges``) and resource ``k``, mapped
+      affinely to ``[0, a_l^k]``;
+    - ``"fractions"``, ``n = L * K``: one fraction of the request per (type, resource), the
+      same on every channel of the type;
+    - ``"prices"``, ``n = L * K``: one price per (type, resource); each channel asks for the
+      best response of its own utility at that price.
+
+    Entries outside ``[-1, 1]`` are clipped first (``info["action_clip"]``); NaN/inf or a
+    wrong shape raise ``ValueError``. ``encode_action(allocation)`` and
     ``decode_action(action)`` convert between actions and allocations ``(|E|, K)`` in resource
-    units.
+    units (encoding only in the allocation mode).
 
     ## Observation Space
     ``Dict`` of 1-D float32 boxes (use ``FlattenObservation`` for an ``MlpPolicy``):
 
-    - ``arrivals`` ``(L,)`` in {0, 1}: ``x(t)``, the jobs of the slot about to be scheduled;
+    - ``arrivals`` ``(L,)`` in {0, 1}: ``x(t)``, the jobs of the slot about to be scheduled
+      (``arrivals="revealed"``), or ``x(t-1)``, the previous slot's (``arrivals="hidden"``, the
+      paper's OCO protocol; zeros at the first slot);
     - ``utilization`` ``(R * K,)`` in [0, 1]: fraction of each capacity ``c_r^k`` used by the
       previous slot's allocation (row-major ``(r, k)``; 0 at the first slot and where c = 0);
-    - ``progress`` ``(1,)`` in [0, 1]: ``t / T``.
+    - ``progress`` ``(1,)`` in [0, 1]: ``t / T``;
+    - ``instance`` ``(3 L K + K,)`` in [0, 1], only with ``instance_features=True``: see
+      :func:`instance_features`.
 
     ## Rewards
-    The separable reward of spec ogasched §1.6 on the current arrivals:
+    The separable reward of OgaSched (3)-(4) ("nice setup") on the arrivals of the slot:
     ``q = sum_l x_l [ sum_k sum_{r in R_l} f_r^k(y) - max_k beta_k sum_{r in R_l} y ]``,
     i.e. computation gain minus the dominant communication overhead. ``info`` holds ``gain``,
-    ``penalty``, ``allocation`` ``(|E|, K)`` (applied, feasible), ``arrivals`` ``(L,)``,
-    ``projection_distance`` (Euclidean distance moved to become feasible, resource units),
-    ``action_clip`` and ``utilization`` (mean fraction of capacity used in this slot).
+    ``penalty``, ``allocation`` ``(|E|, K)`` (applied, feasible), ``arrivals`` ``(L,)`` (the
+    ``x(t)`` scored), ``projection_distance`` (Euclidean distance moved to become feasible,
+    resource units), ``action_clip``, ``utilization`` (mean fraction of capacity used in this
+    slot) and ``slot``.
+
+    ## Starting State
+    ``reset(seed=s)`` pre-draws the arrivals ``(T, L)`` of the whole episode from the stream
+    ``"arrivals"`` of ``s``; utilization starts at 0 and ``t = 0``. The instance does not change.
 
     ## Episode End
-    Truncated after exactly ``T`` slots (``horizon``); never terminated.
+    Truncated after exactly ``T`` slots (``horizon``, also ``env.spec.max_episode_steps``);
+    never terminated. ``step()`` before ``reset()`` or after the end raises.
 
     ## Arguments
     ``gym.make("schedgym/GainOverhead-v0", scenario="paper-default", instance_seed=0,
-    instance=None, render_mode=None, **overrides)``. Scenarios: ``paper-default``,
-    ``paper-headline``, ``large-scale`` and the trace-driven ``alibaba-gpu-2023`` (see
-    :mod:`schedgym.envs.gain_overhead.trace`, which adds its own parameters such as
-    ``slot_seconds`` and ``trace``). Overrides: ``n_types`` (L),
-    ``n_instances`` (R), ``n_resources`` (K <= 6), ``horizon`` (T), ``arrival_prob`` (rho),
-    ``contention``, ``alpha_range``, ``beta_range``, ``utility`` (linear, log, reciprocal, poly,
-    mixed, or an ``(R, K)`` array of names), ``density`` (2, 2.5, 3), ``degree_choices``,
-    ``reciprocal_scale``. An explicit ``instance`` (a :class:`GainOverheadInstance`) replaces the
-    generator; ``horizon`` and ``arrival_prob`` still apply.
+    instance=None, render_mode=None, action_mode="allocation", arrivals="revealed",
+    instance_features=False, max_memory_gb=4.0, **overrides)``. Scenarios: ``paper-default``,
+    ``paper-headline``, ``large-scale`` and the trace-driven ``alibaba-gpu-2023``
+    (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``, ``degree_cap``,
+    ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
+
+    ====================  ============  =========================================================
+    parameter             default       allowed
+    ====================  ============  =========================================================
+    ``n_types``           10            ``L``, integer >= 1
+    ``n_instances``       128           ``R``, integer >= 1
+    ``n_resources``       6             ``K``, integer in [1, 6]
+    ``horizon``           2000          ``T``, integer >= 1
+    ``arrival_prob``      0.7           ``rho`` in [0, 1]
+    ``contention``        10            in (0, 1e6]
+    ``alpha_range``       (1, 1.5)      ``1e-6 <= lo <= hi <= 1e6``
+    ``beta_range``        (0.3, 0.5)    ``0 <= lo <= hi <= 1e6``
+    ``utility``           "linear"      linear, log, reciprocal, poly, mixed or ``(R, K)`` names
+    ``density``           2.5           2, 2.5 or 3
+    ``degree_choices``    None          non-empty list of integers >= 1 (replaces density)
+    ``reciprocal_scale``  1             in [1e-6, 1e6]
+    ====================  ============  =========================================================
+
+    An explicit ``instance`` (a :class:`GainOverheadInstance`) replaces the generator; only
+    ``horizon`` and ``arrival_prob`` may then be overridden (others raise). ``max_memory_gb``
+    refuses configurations whose estimated memory (:func:`memory_estimate`) is larger.
 
     Seeds: the instance is drawn once from ``instance_seed``; ``reset(seed=s)`` pre-draws the
-    arrivals of the whole episode from an independent stream, so every agent run with the same
-    ``(instance_seed, s)`` faces the same arrivals (common random numbers).
+    arrivals from an independent stream, so every agent run with the same ``(instance_seed,
+    s)`` faces the same arrivals in every action mode and protocol (common random numbers).
+
+    ## Vector environment
+    ``gym.make_vec(ENV_ID, num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``
+    builds the native batched env (:mod:`.vector`): N copies of one instance, copy ``i`` seeded
+    with ``s + i``, same results as N single envs.
+
+    ## Version History
+    - v0: initial version (OgaSched problem, exact projection, four utility families);
+      ``action_mode``, ``arrivals`` and ``instance_features`` added as options whose defaults
+      keep v0's behaviour.
+
+    ## Example
+    >>> import gymnasium as gym, schedgym
+    >>> env = gym.make("schedgym/GainOverhead-v0", action_mode="prices", horizon=5)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    >>> bool(reward == info["gain"] - info["penalty"])
+    True
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
+                "action_modes": actions.ACTION_MODES}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
@@ -99,49 +224,73 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         instance_seed: int = 0,
         instance: GainOverheadInstance | None = None,
         render_mode: str | None = None,
+        action_mode: str = "allocation",
+        arrivals: str = "revealed",
+        instance_features: bool = False,
+        max_memory_gb: float = MAX_MEMORY_GB,
         **overrides: Any,
     ) -> None:
+        self.action_mode: str = check_choice("action_mode", action_mode, actions.ACTION_MODES)
+        self.arrivals_protocol: str = check_choice("arrivals", arrivals, ARRIVAL_PROTOCOLS)
+        self.instance_features: bool = check_bool("instance_features", instance_features)
+        limit = check_float("max_memory_gb", max_memory_gb, low=0.0, low_open=True)
+        if instance is not None:
+            _refuse_instance_conflicts(overrides)
         instance, raw, sampler, source = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
-            GainOverheadInstance, generate)
+            GainOverheadInstance, _CheckedGenerator(limit))
         # The utility assignment lives in the instance; the sizes come from it.
         params = validate_params({**raw, "n_types": instance.n_types,
                                   "n_instances": instance.n_instances,
                                   "n_resources": instance.n_resources,
                                   "utility": raw["utility"] if source == "generator"
                                   else "linear"})
+        check_memory(limit, instance.n_types, instance.n_instances, instance.n_resources,
+                     params.horizon, instance.n_edges)
         self.params: GainOverheadParams = params
         self.instance: GainOverheadInstance = instance
         self.horizon: int = params.horizon
         self._sample_arrivals: ArrivalSampler = sampler or bernoulli_arrivals(
             instance.n_types, params.arrival_prob
         )
-
-        L, R, K, E = (instance.n_types, instance.n_instances, instance.n_resources,
-                      instance.n_edges)
-        self._upper = instance.edge_caps.reshape(-1)  # (E*K,)
-        self._half_upper = 0.5 * self._upper
-        self._n_positive_caps = max(int((instance.capacities > 0).sum()), 1)
-        self.action_space = unit_box(E * K)
-        self.observation_space = cast(ObsSpace, spaces.Dict(
-            {"arrivals": frac_box(L), "utilization": frac_box(R * K), "progress": frac_box(1)}
-        ))
+        self._build_spaces()
         self._t = 0
-        self._arrivals = np.zeros((self.horizon, L))
-        self._util = np.zeros(R * K)
-        self._last_alloc = np.zeros((E, K))
+        self._arrivals = np.zeros((self.horizon, instance.n_types))
+        self._util = np.zeros(instance.n_instances * instance.n_resources)
+        self._last_alloc = np.zeros((instance.n_edges, instance.n_resources))
         self.episode_seed: int | None = None
+
+    def _build_spaces(self) -> None:
+        inst = self.instance
+        L, R, K = inst.n_types, inst.n_instances, inst.n_resources
+        self._upper = inst.edge_caps.reshape(-1)  # (E*K,)
+        self._n_positive_caps = max(int((inst.capacities > 0).sum()), 1)
+        self._ceiling = actions.price_ceiling(inst)
+        self._n_action = actions.action_size(inst, self.action_mode)
+        self.action_space = unit_box(self._n_action)
+        obs: dict[str, spaces.Space[Any]] = {
+            "arrivals": frac_box(L), "utilization": frac_box(R * K), "progress": frac_box(1)}
+        if self.instance_features:
+            self._features = instance_features(inst)
+            obs["instance"] = frac_box(self._features.size)
+        self.observation_space = cast(ObsSpace, spaces.Dict(obs))
 
     # ---------------------------------------------------------------- helpers
     def decode_action(self, action: np.ndarray) -> np.ndarray:
-        """Action in [-1, 1] ``(|E| K,)`` -> allocation ``(|E|, K)`` in resource units (before
-        projection; entries outside [-1, 1] are clipped)."""
-        a = validate_action(action, self._upper.size)
+        """Action in [-1, 1] of the env's mode -> target allocation ``(|E|, K)`` in resource units
+        (before projection; entries outside [-1, 1] are clipped)."""
+        a = validate_action(action, self._n_action)
         a, _ = clip_unit(a)
-        return decode_unit(a, self._upper).reshape(self.instance.n_edges, -1)
+        return actions.decode(self.instance, self.action_mode, a, self._ceiling)
 
     def encode_action(self, allocation: np.ndarray) -> np.ndarray:
-        """Allocation ``(|E|, K)`` (or flat) in resource units -> float32 action in [-1, 1]."""
+        """Allocation ``(|E|, K)`` (or flat) in resource units -> float32 action in [-1, 1] of
+        the ``"allocation"`` mode (the mode classical agents act in)."""
+        if self.action_mode != "allocation":
+            raise ValueError(
+                f"encode_action is defined for action_mode='allocation' only (this env has "
+                f"action_mode={self.action_mode!r}): build classical agents on the default mode"
+            )
         alloc = np.asarray(allocation, dtype=np.float64)
         if alloc.size != self._upper.size:
             raise ValueError(
@@ -160,16 +309,28 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         """Index of the slot about to be scheduled (0-based)."""
         return self._t
 
+    def observed_arrivals(self) -> np.ndarray:
+        """What the observation's ``arrivals`` carries now: ``x(t)`` (revealed) or ``x(t-1)``
+        (hidden); zeros where that slot does not exist."""
+        s = self._t if self.arrivals_protocol == "revealed" else self._t - 1
+        if 0 <= s < self.horizon:
+            return self._arrivals[s]
+        return np.zeros(self.instance.n_types)
+
     def _obs(self) -> dict[str, np.ndarray]:
-        x = self._arrivals[self._t] if self._t < self.horizon else np.zeros(self.instance.n_types)
-        return {
-            "arrivals": x.astype(np.float32),
+        obs = {
+            "arrivals": self.observed_arrivals().astype(np.float32),
             "utilization": self._util.astype(np.float32),
             "progress": np.array([self._t / self.horizon], dtype=np.float32),
         }
+        if self.instance_features:
+            obs["instance"] = self._features.copy()
+        return obs
 
     # -------------------------------------------------------------- gym API
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         self.episode_seed = resolve_episode_seed(seed, self.np_random)
         self._arrivals = self._sample_arrivals(
@@ -179,36 +340,36 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._needs_reset = False
         self._util = np.zeros(self.instance.n_instances * self.instance.n_resources)
         self._last_alloc = np.zeros((self.instance.n_edges, self.instance.n_resources))
-        return self._obs(), {"arrivals": self._arrivals[0].copy(), "slot": 0}
+        return self._obs(), {"arrivals": self.observed_arrivals().copy(), "slot": 0}
 
-    def step(self, action: np.ndarray):
+    def step(
+        self, action: np.ndarray
+    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         self._check_reset()
         if self._t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
         inst = self.instance
-        a = validate_action(action, self._upper.size)
+        a = validate_action(action, self._n_action)
         a, clip = clip_unit(a)
-        z = ((a + 1.0) * self._half_upper).reshape(inst.n_edges, inst.n_resources)
-        y, load = dynamics.project_grouped(inst, z)
-        dist = float(np.linalg.norm(y - z))
+        z = actions.decode(inst, self.action_mode, a, self._ceiling)
         x = self._arrivals[self._t]
-        parts = dynamics.reward_parts(inst, x, y)
-        util = dynamics.utilization_from_load(inst, load)
+        out = dynamics.score_batch(inst, z[None], x[None])  # the vector env's kernel too
+        y, util = out.y[0], out.utilization[0]
         self._util = util.reshape(-1)
         self._last_alloc = y
         info = {
-            "gain": parts.gain,
-            "penalty": parts.penalty,
+            "gain": float(out.gain[0]),
+            "penalty": float(out.penalty[0]),
             "allocation": y,
             "arrivals": x.copy(),
-            "projection_distance": dist,
+            "projection_distance": float(out.distance[0]),
             "action_clip": clip,
             "utilization": float(util.sum() / self._n_positive_caps),
             "slot": self._t,
         }
         self._t += 1
         truncated = self._t >= self.horizon
-        return self._obs(), float(parts.reward), False, truncated, info
+        return self._obs(), float(out.reward[0]), False, truncated, info
 
     def render_state(self) -> RenderState:
         """Snapshot of the last scheduled slot for :mod:`.viewer`."""
@@ -218,4 +379,15 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             slot=self._t, horizon=self.horizon, n_arrived=int(x.sum()), n_types=inst.n_types,
             utilization=self._util.reshape(inst.n_instances, inst.n_resources).copy(),
             has_capacity=inst.capacities > 0, resource_names=inst.resource_names,
+        )
+
+
+def _refuse_instance_conflicts(overrides: Mapping[str, Any]) -> None:
+    """With an explicit ``instance=``, overrides that would shape the instance are refused."""
+    clash = sorted(set(overrides) - set(EPISODE_PARAMS))
+    if clash:
+        raise ValueError(
+            f"{clash[0]}={overrides[clash[0]]!r} conflicts with instance=: an explicit instance "
+            f"fixes every instance parameter ({', '.join(clash)} given); only "
+            f"{', '.join(EPISODE_PARAMS)} may be overridden with it"
         )

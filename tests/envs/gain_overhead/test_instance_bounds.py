@@ -1,5 +1,6 @@
-"""Theorem-1 constants of a GainOverhead instance (spec ogasched §4.2): the diameter bound D, the
-gradient bound G and H_G sqrt(T), against a direct computation and against sampled points."""
+"""Theorem-1 constants of a GainOverhead instance (OgaSched Theorem 1, (45) and (48)): the
+diameter bound D, the gradient bound G and H_G sqrt(T), against a direct computation and against
+sampled points."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hindsight optimum y* of GainOverhead-v0 (spec ogasched §4.3) against cvxpy, and the regret
+"""Hindsight optimum y* of GainOverhead-v0 (OgaSched (11)) against cvxpy, and the regret
 helpers built on it."""
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def test_paper_default_size_matches_cvxpy(family):
 def test_best_response_is_the_box_maximiser(family):
     """The closed-form argmax of w f(y) - price y on [0, u] behind the Lagrangian bound."""
     from schedgym.core.utilities import FAMILY_CODES, value
-    from schedgym.envs.gain_overhead.offline import _best_response
+    from schedgym.envs.gain_overhead.actions import best_response
 
     rng = np.random.default_rng(0)
     n = 300
@@ -230,7 +230,7 @@ def test_best_response_is_the_box_maximiser(family):
     alpha, w = rng.uniform(0.5, 2.0, n), rng.uniform(0.1, 1.0, n)
     price = rng.uniform(-0.1, 1.5, n) * w * np.where(family == "reciprocal", 0.3, 1.0)
     upper = rng.uniform(0.0, 30.0, n)
-    yb = _best_response(code, alpha, w, price, upper, 2.0)
+    yb = best_response(code, alpha, w, price, upper, 2.0)
     assert np.all((yb >= 0) & (yb <= upper))
     grid = upper[:, None] * np.linspace(0.0, 1.0, 3001)[None, :]
     obj = lambda v: w[:, None] * value(code[:, None], alpha[:, None], v, 2.0) \

@@ -1,6 +1,6 @@
 """Reward, gain, penalty and supergradient of GainOverhead-v0 on a hand-computed tiny instance
-(L=2 types, R=2 instances, K=2 resources, 3 edges) for each utility family (spec ogasched §1.6,
-§3.3), plus dynamics.project against cvxpy on whole instances."""
+(L=2 types, R=2 instances, K=2 resources, 3 edges) for each utility family (OgaSched (3)-(4),
+nice setup; supergradient (30)), plus dynamics.project against cvxpy on whole instances."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def df_hand(family: str, a: float, y: float, s: float = 1.0) -> float:
 
 
 def hand_reward(util, x, y, beta=BETA, s=1.0):
-    """Element by element, straight from spec §1.6."""
+    """Element by element, straight from OgaSched (3)-(4) (separable nice setup)."""
     gain = penalty = 0.0
     for lt in range(2):
         g_l = 0.0
@@ -149,7 +149,7 @@ def test_supergradient_ties_break_at_lowest_k():
     np.testing.assert_allclose(g[:2, 0], [1.2 - 0.5, 1.4 - 0.5])
     np.testing.assert_allclose(g[:2, 1], [1.1, 1.3])
     assert dynamics.reward_parts(inst, np.array([1.0, 1.0]), y).k_star[0] == 0
-    # all-zero allocation: every product ties at 0 -> k* = 0 (spec §3.3)
+    # all-zero allocation: every product ties at 0 -> k* = 0 (OgaSched (27): lowest index on ties)
     g = dynamics.supergradient(inst, np.array([1.0, 1.0]), np.zeros((3, 2)))
     np.testing.assert_allclose(g, [[1.2 - 0.5, 1.1], [1.4 - 0.5, 1.3], [1.4 - 0.5, 1.3]])
 

@@ -1,0 +1,101 @@
+"""Action modes of GainOverhead-v0: how an action in ``[-1, 1]^n`` becomes an allocation.
+
+Every mode maps the action (after clipping to the box) to a *target* allocation ``z`` ``(E, K)``
+in resource units with ``0 <= z <= a_l^k``; the env then applies the exact Euclidean projection
+onto the feasible set Y (OgaSched §3.3, constraints (5)-(6)), so every action of every mode is
+feasible. The decoders are deterministic and read only the instance (never the arrivals), so
+they mean the same thing under both arrival protocols.
+
+- ``allocation`` (default), ``|E| * K`` entries: ``z = (a + 1) / 2 * a_l^k`` per channel and
+  resource (the raw action);
+- ``fractions``, ``L * K`` entries: ``z_(l,r)^k = (a_lk + 1) / 2 * a_l^k`` on every channel
+  ``(l, r)`` of type ``l``: one fraction of the request per (type, resource);
+- ``prices``, ``L * K`` entries: ``z_(l,r)^k = argmax_{0 <= y <= a_l^k} f_r^k(y) - p_lk y``
+  with the price ``p_lk = (a_lk + 1) / 2 * pmax_lk`` and ``pmax_lk = max_{r in R_l}
+  f_r^k'(0)`` (at ``a = 1`` nothing is requested, at ``a = -1`` everything): each channel asks
+  for what its own utility is worth at that price (closed form per family).
+
+Why ``prices``: for fixed multipliers ``nu_l`` of the penalty's max (``max_k beta_k Y_l^k =
+max_{nu in simplex} sum_k nu_k beta_k Y_l^k``), the per-slot problem separates per channel into
+exactly these best responses at ``p_lk = beta_k nu_lk`` (plus capacity prices, which the
+projection stands in for). A policy therefore only has to pick ``L * K`` prices, and the same
+price means the right amount on a linear, log, poly or reciprocal instance. ``fractions`` is the
+simpler alternative (the same fraction on every channel of a type).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schedgym.core import utilities
+from schedgym.envs.gain_overhead.types import GainOverheadInstance
+
+#: The action modes, the default (raw allocation) first.
+ACTION_MODES: tuple[str, ...] = ("allocation", "fractions", "prices")
+
+
+def action_size(inst: GainOverheadInstance, mode: str) -> int:
+    """Length of the action vector of ``mode`` (``|E| K`` or ``L K``)."""
+    if mode == "allocation":
+        return inst.n_edges * inst.n_resources
+    return inst.n_types * inst.n_resources
+
+
+def inverse_slope(
+    code: np.ndarray, alpha: np.ndarray, g: np.ndarray, scale: float
+) -> np.ndarray:
+    """``y`` with ``f'(y) = g`` per family (``g > 0``; ``+inf``/negative outside the range, the
+    caller clips). Linear: ``+inf`` where ``alpha > g`` else 0."""
+    y = np.empty_like(g)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        lin = code == utilities.LINEAR
+        y[lin] = np.where(alpha[lin] > g[lin], np.inf, 0.0)
+        m = code == utilities.LOG  # alpha / (1 + y) = g
+        y[m] = alpha[m] / g[m] - 1.0
+        m = code == utilities.POLY  # alpha / (2 sqrt(1 + y)) = g
+        y[m] = (alpha[m] / (2.0 * g[m])) ** 2 - 1.0
+        m = code == utilities.RECIPROCAL  # 1 / (y + s alpha)^2 = g
+        y[m] = 1.0 / np.sqrt(g[m]) - scale * alpha[m]
+    return y
+
+
+def best_response(
+    code: np.ndarray, alpha: np.ndarray, w: np.ndarray | float, price: np.ndarray,
+    upper: np.ndarray, scale: float,
+) -> np.ndarray:
+    """``argmax_{0 <= y <= upper} w f(y) - price y`` entrywise, in closed form (``w > 0``).
+
+    Solves ``f'(y) = price / w`` with the inverse derivative of each family and clips to the box;
+    a non-positive price gives ``upper`` (``f`` is non-decreasing).
+    """
+    g = np.maximum(price, 1e-300) / w  # target slope (> 0)
+    y = inverse_slope(code, alpha, g, scale)
+    y = np.where(price <= 0, upper, y)
+    return np.clip(y, 0.0, upper)
+
+
+def price_ceiling(inst: GainOverheadInstance) -> np.ndarray:
+    """``pmax_lk = max_{r in R_l} f_r^k'(0)`` ``(L, K)``: at this price no channel of type ``l``
+    asks for resource ``k``."""
+    slopes = inst.varpi[inst.edge_instance]  # (E, K)
+    return np.maximum.reduceat(slopes, inst.type_starts, axis=0)
+
+
+def decode(inst: GainOverheadInstance, mode: str, action: np.ndarray,
+           ceiling: np.ndarray | None = None) -> np.ndarray:
+    """Target allocation ``z`` ``(E, K)`` (resource units, ``0 <= z <= a_l^k``) of a clipped
+    action in ``[-1, 1]`` (flat, length :func:`action_size`); project it onto Y to play it.
+    ``ceiling``: :func:`price_ceiling` (computed when omitted)."""
+    half = 0.5 * (np.asarray(action, dtype=np.float64) + 1.0)
+    caps = inst.edge_caps
+    if mode == "allocation":
+        return half.reshape(caps.shape) * caps
+    frac = half.reshape(inst.n_types, inst.n_resources)[inst.edge_type]  # (E, K)
+    if mode == "fractions":
+        return frac * caps
+    if mode == "prices":
+        pmax = price_ceiling(inst) if ceiling is None else ceiling
+        price = frac * pmax[inst.edge_type]
+        return best_response(inst.edge_codes, inst.edge_alpha, 1.0, price, caps,
+                             inst.reciprocal_scale)
+    raise ValueError(f"action_mode={mode!r} is invalid: must be one of {ACTION_MODES}")
