@@ -322,3 +322,37 @@ def apply_slot(tabs: SlotTables, action: Any, arrivals: np.ndarray, zraw: np.nda
     if status == OVER_CAPACITY:
         raise capacity_error(tabs, x)
     return SlotOutcome(x, fb, util, out)
+
+
+def slot_info(o: SlotOutcome, arrivals: np.ndarray, t: int,
+              oracle_value: float | None = None) -> dict[str, Any]:
+    """The env's step ``info`` from :func:`apply_slot`'s outcome (keys as in the env docstring;
+    the oracle keys only when ``oracle_value`` is given)."""
+    out = o.out
+    n_rep = int(out[N_REPAIRED])
+    info: dict[str, Any] = {
+        "selection": o.x.copy(), "arrivals": np.array(arrivals, dtype=np.float64),
+        "feedback": o.feedback.copy(), "reward": float(out[REWARD]),
+        "raw_utility": float(out[RAW_UTILITY]), "expected_reward": float(out[EXPECTED]),
+        "n_selected": int(out[N_SELECTED]), "n_masked": int(out[N_MASKED]),
+        "n_repaired": n_rep, "repaired": n_rep > 0, "utilization": float(out[UTIL_MEAN]),
+        "slot": int(t)}
+    if oracle_value is not None:
+        info["oracle_value"] = oracle_value
+        info["pseudo_regret"] = oracle_value - info["expected_reward"]
+        info["realised_regret"] = float(out[ORACLE_REALISED]) - info["reward"]
+    return info
+
+
+def slot_observation(arrivals: np.ndarray, util: np.ndarray, feedback: np.ndarray,
+                     x: np.ndarray, origin: np.ndarray, t: int, horizon: int,
+                     cell: np.ndarray, n_cells: int) -> dict[str, np.ndarray]:
+    """A fresh observation dict (float32 entries, see :func:`observe`); ``n_cells`` is the size
+    of ``feedback`` / ``used`` (``|E|``, or ``L * R`` in the ``"scores"`` mode)."""
+    f32 = np.float32
+    o = {"arrivals": np.empty(origin.shape[0], f32), "utilization": np.empty(util.shape[0], f32),
+         "feedback": np.zeros(n_cells, f32), "used": np.zeros(n_cells, f32),
+         "waiting": np.empty(origin.shape[0], f32), "progress": np.empty(1, f32)}
+    observe(arrivals, util, feedback, x, origin, t, horizon, cell, o["arrivals"],
+            o["utilization"], o["feedback"], o["used"], o["waiting"], o["progress"])
+    return o

@@ -137,3 +137,60 @@ def test_max_episode_steps_truncates_like_time_limit():
     acts = np.zeros((2, native.single_action_space.n), dtype=np.int8)
     flags = [native.step(acts)[3].tolist() for _ in range(3)]
     assert flags == [[False, False], [True, True], [False, False]]
+
+
+# ------------------------------------------------------- the compiled slot path of a single env
+def _compiled_step(env, action):
+    """One step of ``env`` (unwrapped) through the compiled slot helpers of ``dynamics``: what
+    ``FluctuatingSpeedEnv.step`` gives, computed independently of it."""
+    from schedgym.envs.fluctuating_speed import dynamics as dyn
+
+    tabs, T, t = dyn.slot_tables(env.instance), env.horizon, env.t
+    arr, z = env.arrivals[t], env.utilities[t]
+    xs, v = env._oracle.solve(arr) if env.compute_oracle else (None, None)
+    o = dyn.apply_slot(tabs, action, arr, z, xs, env.invalid_action == "repair")
+    info = dyn.slot_info(o, arr, t, v)
+    origin = -np.ones(env.instance.n_types)
+    for s in range(t + 1):  # the waiting-time bookkeeping replayed from the recorded slots
+        origin = dyn.open_waits(origin, env.arrivals[s], s)
+        sel = o.x if s == t else env._played[s]
+        origin = dyn.close_waits(env.instance, origin, sel)
+    if t + 1 < T:
+        origin = dyn.open_waits(origin, env.arrivals[t + 1], t + 1)
+    nxt = env.arrivals[min(t + 1, T - 1)]
+    obs = dyn.slot_observation(nxt, o.util, o.feedback, o.x, origin, t + 1, T,
+                               np.arange(env.instance.n_edges), env.instance.n_edges)
+    return obs, info["reward"], False, t + 1 >= T, info
+
+
+@pytest.mark.parametrize("kw", [{"horizon": 40}, {"horizon": 30, "capacity_scale": 1},
+                                {"horizon": 20, "compute_oracle": False, "n_types": 16,
+                                 "n_instances": 80}])
+def test_compiled_slot_path_equals_the_env_step_bit_for_bit(kw):
+    env = gym.make(ENV_ID, **kw).unwrapped
+    env.reset(seed=11)
+    env._played = []
+    rng = np.random.default_rng(1)
+    for _ in range(env.horizon):
+        act = (rng.random(env.instance.n_edges) < rng.random()).astype(np.int8)
+        want = _compiled_step(env, act)
+        got = env.step(act)
+        env._played.append(got[4]["selection"])
+        _assert_same(want, got, f"slot {env.t - 1}")
+
+
+def test_compiled_slot_path_refuses_what_the_env_refuses():
+    from schedgym.envs.fluctuating_speed import dynamics as dyn
+
+    env = gym.make(ENV_ID, arrival_prob=1.0).unwrapped
+    env.reset(seed=0)
+    tabs, E = dyn.slot_tables(env.instance), env.instance.n_edges
+    arr, z = env.arrivals[0], env.utilities[0]
+    with pytest.raises(ValueError, match="non-binary entry"):
+        dyn.apply_slot(tabs, np.full(E, np.nan), arr, z)
+    with pytest.raises(ValueError, match=r"must have shape"):
+        dyn.apply_slot(tabs, np.zeros(E + 1), arr, z)
+    with pytest.raises(ValueError, match="breaks capacity"):
+        dyn.apply_slot(tabs, np.ones(E, dtype=np.int8), arr, z, repair_infeasible=False)
+    o = dyn.apply_slot(tabs, [True] * E, arr, z)  # bools and lists are accepted
+    assert dyn.is_feasible(env.instance, o.x) and o.out[dyn.N_REPAIRED] > 0
