@@ -1,13 +1,34 @@
 """schedgym: Gymnasium environments for online scheduling of multi-server jobs.
 
-Importing the package registers the environment ids with Gymnasium:
+Importing the package registers three environment ids with Gymnasium (docs/envs/ has each one's
+reference):
 
-- ``schedgym/GainOverhead-v0`` (OgaSched): continuous multi-resource allocation, gain - overhead.
+- ``schedgym/GainOverhead-v0`` (OgaSched, Zhao et al.): one time slot per step, continuous
+  multi-resource allocation over the locality graph, reward = gain - overhead;
+- ``schedgym/FluctuatingSpeed-v0`` (ESDP): one time slot per step, binary channel selection on
+  servers whose speeds fluctuate, reward = observed net utility;
+- ``schedgym/DeadlineWelfare-v0`` (OnSocMax): one job arrival per step, workload dispatched over
+  the (node, slot) mesh before the job's deadline, reward = social welfare.
+
+A process that has not imported schedgym (a ``SubprocVecEnv`` or spawn-based ``AsyncVectorEnv``
+worker started from ``python -c``, a REPL or a notebook) resolves the ids through Gymnasium's
+module prefix, which imports schedgym first::
+
+    gym.make("schedgym:schedgym/GainOverhead-v0")
+    make_vec_env("schedgym:schedgym/GainOverhead-v0", n_envs=4, vec_env_cls=SubprocVecEnv)
+
+(Gymnasium 1.x has no plugin entry points that would import a package on its own.)
 """
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
 
 from gymnasium.envs.registration import register, registry
 
-__version__ = "0.1.0"
+try:
+    __version__ = _dist_version("schedgym")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0.1.0"
 
 _ENVS = {
     "schedgym/GainOverhead-v0": "schedgym.envs.gain_overhead.env:GainOverheadEnv",
