@@ -68,12 +68,13 @@ def _response(code: int, a: np.ndarray, m: np.ndarray, room: np.ndarray,
 
 
 @numba.njit(cache=True)
-def _concave(code: int, a: np.ndarray, net: np.ndarray, room: np.ndarray,
-             budget: float) -> np.ndarray:
-    """Concave families: water-filling on λ (``net = β/C - p``)."""
+def _concave(code: int, a: np.ndarray, gain: np.ndarray, price: np.ndarray,
+             room: np.ndarray, budget: float) -> np.ndarray:
+    """Concave families: water-filling on λ (``gain = β/C``, ``m = λ + p - gain``)."""
     U = a.size
     x = np.empty(U)
-    if _response(code, a, -net, room, x) <= budget:
+    net = gain - price
+    if _response(code, a, price - gain, room, x) <= budget:
         return x
     lo, hi = 0.0, 1.0
     amax = 0.0
@@ -86,21 +87,22 @@ def _concave(code: int, a: np.ndarray, net: np.ndarray, room: np.ndarray,
         hi += amax / (2.0 * np.sqrt(budget / U)) if budget > 0 else 1e300
     for _ in range(100):
         mid = 0.5 * (lo + hi)
-        if _response(code, a, mid - net, room, x) > budget:
+        if _response(code, a, mid + price - gain, room, x) > budget:
             lo = mid
         else:
             hi = mid
-    s = _response(code, a, hi - net, room, x)
+    s = _response(code, a, hi + price - gain, room, x)
     if s > budget:
         x *= budget / s
     return x
 
 
 @numba.njit(cache=True)
-def _linear(a: np.ndarray, net: np.ndarray, room: np.ndarray, budget: float) -> np.ndarray:
-    """Linear family: fractional knapsack by ``a + β/C - p`` (stable order)."""
+def _linear(a: np.ndarray, gain: np.ndarray, price: np.ndarray, room: np.ndarray,
+            budget: float) -> np.ndarray:
+    """Linear family: fractional knapsack by ``(a + β/C) - p`` (stable order)."""
     x = np.zeros(a.size)
-    value = a + net
+    value = (a + gain) - price
     order = np.argsort(-value, kind="mergesort")
     left = budget
     for i in order:
@@ -125,16 +127,16 @@ def best_response(code: int, coef: np.ndarray, weight: np.ndarray, capacity: np.
         float64 ``(m,)``: ``0 <= x <= room`` with ``Σ x <= budget``.
     """
     a = np.ascontiguousarray(coef, dtype=np.float64)
-    net = np.ascontiguousarray(np.asarray(weight, dtype=np.float64)
-                               / np.asarray(capacity, dtype=np.float64)
-                               - np.asarray(price, dtype=np.float64))
+    gain = np.ascontiguousarray(np.asarray(weight, dtype=np.float64)
+                                / np.asarray(capacity, dtype=np.float64))
+    p = np.ascontiguousarray(np.broadcast_to(np.asarray(price, dtype=np.float64), a.shape))
     room = np.ascontiguousarray(np.maximum(np.asarray(room, dtype=np.float64), 0.0))
     budget = max(float(budget), 0.0)
     if a.size == 0:
         return np.zeros(0)
     if code == 0:
-        return _linear(a, net, room, budget)
-    return _concave(int(code), a, net, room, budget)
+        return _linear(a, gain, p, room, budget)
+    return _concave(int(code), a, gain, p, room, budget)
 
 
 def decode_pricing(action: np.ndarray, code: int, v: float, mask: np.ndarray,
