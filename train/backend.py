@@ -138,15 +138,17 @@ def _worker_init() -> None:
 
 
 def run_calls(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
-              workers: int | None = None, ray: str | None = None) -> None:
+              workers: int | None = None, ray: str | None = None, grace: float = 0.0) -> None:
     """Call ``fn(job)`` for every job; ``on_done(job, result, exc)`` in this process as each
     ends (``exc`` set if it raised or its worker died). ``ray``: ``None`` = no Ray, ``""`` =
     a local Ray, ``"auto"``/``"HOST:PORT"`` = a cluster. Ctrl-C (``KeyboardInterrupt``) stops
-    the workers and propagates."""
+    the workers and propagates. ``grace`` (seconds, > 0 for jobs that save their work on
+    Ctrl-C, e.g. training): workers receive the interrupt too and get that long to return
+    before they are terminated; their results still reach ``on_done``."""
     if not jobs:
         return
     if ray is not None:
-        _run_ray(fn, jobs, on_done, workers, ray)
+        _run_ray(fn, jobs, on_done, workers, ray, grace)
         return
     workers = workers or min(os.cpu_count() or 1, len(jobs))
     if workers <= 1:
@@ -158,16 +160,18 @@ def run_calls(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
             else:
                 on_done(job, res, None)
         return
-    _run_pool(fn, jobs, on_done, workers)
+    _run_pool(fn, jobs, on_done, workers, grace)
 
 
 def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
-              workers: int) -> None:
+              workers: int, grace: float = 0.0) -> None:
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
-                               mp_context=mp.get_context("spawn"), initializer=_worker_init)
+                               mp_context=mp.get_context("spawn"),
+                               initializer=None if grace > 0 else _worker_init)
+    futs: dict[Any, Any] = {}
     try:
         futs = {pool.submit(fn, job): job for job in jobs}
         pending = set(futs)
@@ -177,7 +181,10 @@ def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
                 exc = f.exception()
                 on_done(futs[f], None if exc else f.result(), exc)
     except BaseException:
-        # Ctrl-C (or a failing callback): stop now, do not wait for running episodes.
+        # Ctrl-C (or a failing callback): stop now, do not wait for running episodes (or,
+        # with a grace period, let the running jobs save and return first).
+        if grace > 0:
+            _collect(futs, on_done, grace)
         procs = list(getattr(pool, "_processes", {}).values())
         for p in procs:
             p.terminate()
@@ -188,8 +195,21 @@ def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
     pool.shutdown(wait=True)
 
 
+def _collect(futs: dict[Any, Any], on_done: OnDone, grace: float) -> None:
+    """After Ctrl-C: report the jobs that return within ``grace`` seconds."""
+    from concurrent.futures import wait
+
+    for f in futs:
+        f.cancel()
+    running = [f for f in futs if not f.cancelled() and not f.done()]
+    done, _ = wait(running, timeout=grace)
+    for f in done:
+        exc = f.exception()
+        on_done(futs[f], None if exc else f.result(), exc)
+
+
 def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
-             workers: int | None, address: str) -> None:
+             workers: int | None, address: str, grace: float = 0.0) -> None:
     import ray
 
     started = False
@@ -214,8 +234,15 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
                 else:
                     on_done(job, res, None)
     except BaseException:
-        for ref in refs:
-            ray.cancel(ref, force=True)
+        for ref in refs:  # force=False delivers a KeyboardInterrupt to the running task
+            ray.cancel(ref, force=grace <= 0)
+        if grace > 0:
+            ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=grace)
+            for ref in ready:
+                try:
+                    on_done(refs[ref], ray.get(ref), None)
+                except Exception as exc:  # noqa: BLE001 - cancelled or failed: reported
+                    on_done(refs[ref], None, exc)
         raise
     finally:
         if started:

@@ -81,3 +81,32 @@ def test_execute_never_raises():
     out = execute(EpisodeTask("", "no-such-agent", 0, 0, GO, None, SMALL))
     assert out["record"]["status"] == "error"
     assert "agent='no-such-agent' is invalid" in out["record"]["error"]
+
+
+@pytest.mark.slow  # ~80 s on 2 loaded cores: six tiny training runs in fresh processes
+def test_multiseed_training_pool_equals_ray_and_failures_are_reported(tmp_path, local_ray):
+    import dataclasses
+    import zipfile
+
+    from schedgym.train.multiseed import train_seeds
+    from schedgym.train.training import TrainConfig
+
+    base = TrainConfig("a2c", GO, timesteps=32, overrides=dict(SMALL), eval_freq=0,
+                       checkpoint_freq=0, progress=False)
+    pool = [dataclasses.replace(base, seed=s, out=str(tmp_path / "pool")) for s in (0, 1)]
+    viaray = [dataclasses.replace(c, out=str(tmp_path / "ray")) for c in pool]
+    a = train_seeds(pool, workers=2)
+    b = train_seeds(viaray, ray="")
+    assert [p.name for p in a] == [p.name for p in b] and len(set(a)) == 2
+
+    def params(folder):
+        with zipfile.ZipFile(folder / "model.zip") as z:
+            return z.read("policy.pth")
+
+    assert [params(p) for p in a] == [params(p) for p in b]
+    bad = dataclasses.replace(pool[0], seed=7, out=str(tmp_path / "bad"),
+                              overrides={**SMALL, "horizon": -5})
+    good = dataclasses.replace(pool[0], seed=8, out=str(tmp_path / "bad"))
+    with pytest.raises(ValueError, match=r"1 of 2 training runs failed \(seed 7: .*horizon"):
+        train_seeds([bad, good], workers=2)
+    assert (tmp_path / "bad").is_dir() and list((tmp_path / "bad").rglob("model.zip"))
