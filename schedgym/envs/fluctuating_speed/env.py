@@ -154,8 +154,10 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ``(instance_seed, s)`` faces the same world (common random numbers).
 
     ## Vector environment
-    ``gym.make_vec(ENV_ID, n, vectorization_mode="sync")`` (or ``"async"``) runs ``n`` copies;
-    the env is picklable, so ``AsyncVectorEnv`` and SB3's ``SubprocVecEnv`` work.
+    ``gym.make_vec(ENV_ID, n, vectorization_mode="vector_entry_point")`` runs the native batch
+    of :mod:`~schedgym.envs.fluctuating_speed.vector` (same results as ``n`` single envs, in
+    every action mode); ``"sync"`` / ``"async"`` work too: the env is picklable, so
+    ``AsyncVectorEnv`` and SB3's ``SubprocVecEnv`` work.
 
     ## Version History
     - v0: first version (ESDP paper's model with the normalised net utility).

@@ -14,7 +14,7 @@ from schedgym.envs.fluctuating_speed.generator import generate
 from schedgym.envs.fluctuating_speed.types import DEFAULTS, clipped_normal_mean
 
 
-def test_theta_closed_form_matches_spec_value():
+def test_theta_closed_form_matches_hand_value():
     # mu = 0.5, C = 0.15, std 0.25 -> theta = 0.3588 (docs/envs/fluctuating-speed.md)
     assert clipped_normal_mean(0.5 - 0.15, 0.25) == pytest.approx(0.3588, abs=1e-4)
 

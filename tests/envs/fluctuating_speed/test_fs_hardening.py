@@ -1,6 +1,6 @@
 """Regression tests of issue 13 for FluctuatingSpeed-v0: pickling, step before reset, bools for
 integers, explicit instance with conflicting overrides, the memory limit, the episode length in
-the spec and the consistency of the oracle metrics."""
+``env.spec`` and the consistency of the oracle metrics."""
 
 from __future__ import annotations
 
