@@ -57,6 +57,7 @@ import gzip
 import io
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -98,7 +99,15 @@ _NAN_TOKENS = frozenset({"", "nan", "NaN", "NAN", "null", "NULL", "None", "\\N"}
 
 
 class TraceFormatError(ValueError):
-    """A trace file cannot be read: the message names the file, the column and the line."""
+    """A trace file cannot be read: the message names the file, the column and the line.
+
+    Every reader error is one of these (never a raw ``zlib.error``, ``IsADirectoryError`` or a
+    silently shifted row), so the command line reports it as one line.
+    """
+
+
+#: What reading a (possibly gzipped) CSV file raises for a damaged file.
+_READ_ERRORS = (OSError, EOFError, UnicodeDecodeError, csv.Error, zlib.error)
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,6 +205,9 @@ def _open_text(src: Any) -> io.TextIOBase:
     if isinstance(src, (str, os.PathLike)):
         if not os.path.exists(src):
             raise TraceFormatError(f"{name}: file not found")
+        if os.path.isdir(src):
+            raise TraceFormatError(f"{name}: is a directory, not a CSV file (give the file "
+                                   "inside it)")
         # gzip.open owns (and closes) the file it opens, unlike GzipFile(fileobj=...)
         raw: Any = gzip.open(src, "rb") if gz else open(src, "rb")  # noqa: SIM115 - closed by the caller via the wrapper
     else:  # importlib.resources Traversable (the shipped sample): small, read into memory
@@ -204,7 +216,7 @@ def _open_text(src: Any) -> io.TextIOBase:
         if gz:
             try:
                 data = gzip.decompress(data)
-            except (OSError, EOFError) as exc:
+            except (OSError, EOFError, zlib.error) as exc:
                 raise TraceFormatError(f"{name}: cannot be decompressed ({exc})") from None
         raw = io.BytesIO(data)
     return io.TextIOWrapper(raw, encoding="utf-8", newline="")
@@ -226,49 +238,67 @@ def _rows(
             first = next(reader)
         except StopIteration:
             raise TraceFormatError(f"{name}: the file is empty (no header, no rows)") from None
-        except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
-            raise TraceFormatError(f"{name}: cannot be read as CSV text ({exc})") from None
+        except _READ_ERRORS as exc:
+            raise TraceFormatError(f"{name}: cannot be read as CSV text at line 1 "
+                                   f"({type(exc).__name__}: {exc})") from None
         cells = [c.strip() for c in first]
-        known = set(schema or ()) | set(needed) | set(optional)
-        if any(c in known for c in cells):
-            columns, pending, line0 = cells, None, 2
-        elif schema is None:
-            raise TraceFormatError(
-                f"{name}: the first line is not a header naming the columns "
-                f"{', '.join(needed)} (got {', '.join(cells[:8])})"
-            )
-        else:
-            if len(cells) < len(schema):
-                raise TraceFormatError(
-                    f"{name}: no header and {len(cells)} fields per row: a header-less file must "
-                    f"have the {len(schema)} columns {', '.join(schema)} in this order"
-                )
-            columns, pending, line0 = list(schema), first, 1
-        for col in needed:
-            if col not in columns:
-                raise TraceFormatError(
-                    f"{name}: missing column {col!r} (the file has: {', '.join(columns)})"
-                )
+        columns, pending, line0 = _layout(name, cells, needed, schema, optional)
         idx = {c: columns.index(c) for c in (*needed, *optional) if c in columns}
-        width = max(idx.values()) + 1
+        width = len(cells)  # every row has exactly as many fields as the first line
 
         def pick(row: list[str], line: int) -> dict[str, str]:
-            if len(row) < width:
-                missing = [c for c, i in idx.items() if i >= len(row)]
-                raise TraceFormatError(
-                    f"{name}: line {line} has {len(row)} fields: column {missing[0]!r} is missing"
-                )
+            if len(row) != width:
+                raise TraceFormatError(_width_message(name, line, len(row), width, columns))
             return {c: row[i].strip() for c, i in idx.items()}
 
         if pending is not None:
             yield 1, pick(pending, 1)
+        line = line0 - 1
         try:
             for k, row in enumerate(reader):
+                line = line0 + k
                 if not row:
                     continue
-                yield line0 + k, pick(row, line0 + k)
-        except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
-            raise TraceFormatError(f"{name}: cannot be read as CSV text ({exc})") from None
+                yield line, pick(row, line)
+        except _READ_ERRORS as exc:
+            raise TraceFormatError(f"{name}: cannot be read as CSV text at line {line + 1} "
+                                   f"({type(exc).__name__}: {exc})") from None
+
+
+def _layout(name: str, cells: list[str], needed: Sequence[str], schema: Sequence[str] | None,
+            optional: Sequence[str]) -> tuple[list[str], list[str] | None, int]:
+    """``(column names, first data row or None, line number of the next row)`` from the first
+    line: a header if it names a known column, else (with ``schema``) a header-less data row."""
+    known = set(schema or ()) | set(needed) | set(optional)
+    if any(c in known for c in cells):
+        columns, pending, line0 = cells, None, 2
+    elif schema is None:
+        raise TraceFormatError(
+            f"{name}: line 1 is not a header naming the columns "
+            f"{', '.join(needed)} (got {', '.join(cells[:8])})"
+        )
+    else:
+        if len(cells) < len(schema):
+            raise TraceFormatError(
+                f"{name}: no header and {len(cells)} fields per row: a header-less file must "
+                f"have the {len(schema)} columns {', '.join(schema)} in this order"
+            )
+        columns, pending, line0 = list(schema), cells, 2
+    for col in needed:
+        if col not in columns:
+            raise TraceFormatError(
+                f"{name}: missing column {col!r} (the file has: {', '.join(columns)})"
+            )
+    return columns, pending, line0
+
+
+def _width_message(name: str, line: int, got: int, width: int, columns: Sequence[str]) -> str:
+    """A row with a missing or extra field: which columns would shift."""
+    first = "the header" if len(columns) == width else "line 1"
+    span = f"columns {columns[0]!r}..{columns[-1]!r}"
+    what = "a field is missing" if got < width else "extra fields"
+    return (f"{name}: line {line}, {span}: the row has {got} fields, {first} has {width}: "
+            f"{what} (the columns after it would shift)")
 
 
 class _Num:

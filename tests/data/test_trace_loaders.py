@@ -210,3 +210,51 @@ def test_unreadable_files(tmp_path):
         load_gpu_v2023(tmp_path / "x.csv.gz", nodes)
     with pytest.raises(ValueError, match="mem_gb_per_unit"):
         load_v2018(nodes, nodes, mem_gb_per_unit=0)
+
+
+def test_row_with_a_missing_middle_field_is_refused(tmp_path):
+    """Dropping the empty gpu_spec of p0 used to shift qos/pod_phase/times one column left
+    (duration -40750, gpu_spec='LS' in the real trace)."""
+    nodes = _write(tmp_path / "nodes.csv", V2023_NODES)
+    pods = _write(tmp_path / "pods.csv", V2023_PODS.replace("250,,LS", "250,LS"))
+    msg = (r"pods\.csv: line 2, columns 'name'..'scheduled_time': the row has 10 fields, the "
+           r"header has 11: a field is missing")
+    with pytest.raises(TraceFormatError, match=msg):
+        load_gpu_v2023(nodes, pods)
+    bad = _write(tmp_path / "batch_task.csv", V2018_TASKS.replace("150,400,200", "150,200"))
+    with pytest.raises(TraceFormatError, match=r"batch_task\.csv: line 2, .*a field is missing"):
+        load_v2018(_write(tmp_path / "mm.csv", V2018_MACHINES), bad)
+
+
+def test_row_with_extra_fields_is_refused(tmp_path):
+    nodes = _write(tmp_path / "nodes.csv", V2023_NODES.replace("n0,8000,32768,0,",
+                                                               "n0,8000,32768,0,,x"))
+    with pytest.raises(TraceFormatError, match=r"nodes\.csv: line 2, columns 'sn'..'model': the "
+                                               r"row has 6 fields, the header has 5: extra"):
+        load_gpu_v2023(nodes, _write(tmp_path / "pods.csv", V2023_PODS))
+    tasks = V2020_TASKS.replace("800,MISC", "800,MISC,oops")
+    with pytest.raises(TraceFormatError, match=r"t\.csv: line 4, .*extra fields"):
+        load_gpu_v2020(_write(tmp_path / "m.csv", V2020_MACHINES),
+                       _write(tmp_path / "t.csv", tasks))
+
+
+def test_corrupted_gzip_names_the_file_and_line(tmp_path):
+    import zlib
+
+    pods_text = V2023_PODS + "".join(f"q{i},1000,1024,0,0,,LS,Running,{i},{i + 9},{i}\n"
+                                     for i in range(3000))
+    data = bytearray(gzip.compress(pods_text.encode()))
+    data[10:18] = b"\xff" * 8  # damage the deflate stream right after the gzip header
+    bad = tmp_path / "pods.csv.gz"
+    bad.write_bytes(bytes(data))
+    nodes = _write(tmp_path / "nodes.csv", V2023_NODES)
+    msg = r"pods\.csv\.gz: cannot be read as CSV text at line \d+"
+    with pytest.raises(TraceFormatError, match=msg) as err:
+        load_gpu_v2023(nodes, bad)
+    assert not isinstance(err.value, zlib.error)
+
+
+def test_directory_path_is_a_trace_format_error(tmp_path):
+    (tmp_path / "dir.csv").mkdir()
+    with pytest.raises(TraceFormatError, match=r"dir\.csv: is a directory, not a CSV file"):
+        load_gpu_v2023(tmp_path / "dir.csv", tmp_path / "dir.csv")
