@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
@@ -23,19 +24,100 @@ from schedgym.envs.fluctuating_speed.offline import OracleSolver
 FILL_MODES = ("first-fit", "stop")
 
 
-def greedy_fill(order: np.ndarray, requests: np.ndarray, capacities: np.ndarray,
-                mode: str = "first-fit") -> np.ndarray:
-    """Select edges in ``order`` while they fit (``A x <= c``); int8 ``(E,)``."""
-    x = np.zeros(requests.shape[1], dtype=np.int8)
-    rem = np.array(capacities, dtype=np.int64, copy=True)
+@numba.njit(cache=True)
+def _fill(order: np.ndarray, A: np.ndarray, c: np.ndarray,
+          stop: bool) -> np.ndarray:  # pragma: no cover - compiled
+    """First-fit (or stop-at-first-miss) selection of the edges in ``order``; int8 ``(E,)``."""
+    x = np.zeros(A.shape[1], dtype=np.int8)
+    rem = c.copy()
     for e in order:
-        a = requests[:, e]
-        if np.all(a <= rem):
+        fits = True
+        for k in range(A.shape[0]):
+            if A[k, e] > rem[k]:
+                fits = False
+                break
+        if fits:
             x[e] = 1
-            rem -= a
-        elif mode == "stop":
+            for k in range(A.shape[0]):
+                rem[k] -= A[k, e]
+        elif stop:
             break
     return x
+
+
+@numba.njit(cache=True)
+def _pairwise_sum(a: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``a.sum()`` exactly as numpy adds (pairwise, 8 accumulators in blocks of <= 128), so the
+    port keys and their ties are the same as numpy's."""
+    n = a.shape[0]
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r = a[:8].copy()
+        i = 8
+        while i < n - (n % 8):
+            for j in range(8):
+                r[j] += a[i + j]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        while i < n:
+            res += a[i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(a[:n2]) + _pairwise_sum(a[n2:])
+
+
+@numba.njit(cache=True)
+def port_sums(values: np.ndarray, start: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """``sum_{e in E_l} values_e`` per port (float64 ``(L,)``); port ``l``'s edges are
+    ``start[l]:start[l + 1]`` (edges are sorted by port)."""
+    L = start.shape[0] - 1
+    out = np.empty(L)
+    for l in range(L):
+        out[l] = _pairwise_sum(values[start[l]:start[l + 1]])
+    return out
+
+
+@numba.njit(cache=True)
+def priority_order(port_key: np.ndarray, edge_key: np.ndarray, present: np.ndarray,
+                   start: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Edge indices of the ports with a job: ports by descending ``port_key``, each port's edges
+    by descending ``edge_key`` (stable sorts: ties keep the lower index first)."""
+    ports = np.flatnonzero(present)
+    ports = ports[np.argsort(-port_key[ports], kind="mergesort")]
+    n = 0
+    for l in ports:
+        n += start[l + 1] - start[l]
+    out = np.empty(n, dtype=np.int64)
+    j = 0
+    for l in ports:
+        s, e = start[l], start[l + 1]
+        idx = np.argsort(-edge_key[s:e], kind="mergesort")
+        for q in range(e - s):
+            out[j] = s + idx[q]
+            j += 1
+    return out
+
+
+@numba.njit(cache=True)
+def _select(port_key: np.ndarray, edge_key: np.ndarray, present: np.ndarray, start: np.ndarray,
+            A: np.ndarray, c: np.ndarray, stop: bool) -> np.ndarray:  # pragma: no cover
+    """:func:`priority_order` then the fill, in one compiled call."""
+    return _fill(priority_order(port_key, edge_key, present, start), A, c, stop)
+
+
+def greedy_fill(order: np.ndarray, requests: np.ndarray, capacities: np.ndarray,
+                mode: str = "first-fit") -> np.ndarray:
+    """Select edges in ``order`` while they fit (``A x <= c``); int8 ``(E,)``. ``mode="stop"``
+    stops at the first edge that does not fit."""
+    return _fill(np.asarray(order, dtype=np.int64),
+                 np.ascontiguousarray(requests, dtype=np.int64),
+                 np.ascontiguousarray(capacities, dtype=np.int64), mode == "stop")
 
 
 class _Greedy(Agent):
@@ -45,32 +127,33 @@ class _Greedy(Agent):
         super().__init__(env)
         self.mode = check_choice("mode", mode, FILL_MODES)
         inst = self.instance
-        self.requests = np.asarray(inst.requests)
-        self.capacities = np.asarray(inst.capacities)
+        self.requests = np.ascontiguousarray(inst.requests, dtype=np.int64)
+        self.capacities = np.ascontiguousarray(inst.capacities, dtype=np.int64)
         self.edges_of_port = inst.edges_of_port
-        self.cost = np.asarray(inst.cost)
+        self.cost = np.ascontiguousarray(inst.cost, dtype=np.float64)
+        self.port_of_edge = np.asarray(inst.port_of_edge)
+        #: port l's edges are start[l]:start[l + 1] (edges are sorted by (l, r))
+        self.start = np.searchsorted(self.port_of_edge, np.arange(inst.n_types + 1)).astype(
+            np.int64)
 
     def _init_state(self, index: int) -> dict[str, np.ndarray]:
         return init_stats(self.instance.n_edges)
 
     def _keys(self, obs: dict[str, np.ndarray], y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(port priority (L,), edge priority (E,))``; larger = earlier."""
+        """``(port priority (L,), edge priority (E,))``, float64; larger = earlier."""
         raise NotImplementedError
 
     def order(self, obs: dict[str, np.ndarray], y: np.ndarray) -> np.ndarray:
         """Edge indices in priority order (ports with a job only)."""
         port_key, edge_key = self._keys(obs, y)
-        present = np.flatnonzero(np.asarray(obs["arrivals"]) > 0.5)
-        ports = present[np.argsort(-port_key[present], kind="stable")]
-        out = [es[np.argsort(-edge_key[es], kind="stable")] for es in
-               (self.edges_of_port[l] for l in ports)]
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+        return priority_order(port_key, edge_key, np.asarray(obs["arrivals"]) > 0.5, self.start)
 
     def _act(self, obs: dict[str, np.ndarray], state: dict[str, np.ndarray],
              deterministic: bool) -> np.ndarray:
         update_stats(state, obs)
-        y = empirical_means(state)
-        return greedy_fill(self.order(obs, y), self.requests, self.capacities, self.mode)
+        port_key, edge_key = self._keys(obs, empirical_means(state))
+        return _select(port_key, edge_key, np.asarray(obs["arrivals"]) > 0.5, self.start,
+                       self.requests, self.capacities, self.mode == "stop")
 
 
 class HAUF(_Greedy):
@@ -79,9 +162,9 @@ class HAUF(_Greedy):
 
     name = "hauf"
 
-    def _keys(self, obs, y):
-        port = np.array([y[es].sum() for es in self.edges_of_port])
-        return port, y
+    def _keys(self, obs: dict[str, np.ndarray],
+              y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return port_sums(y, self.start), y
 
 
 class LCF(_Greedy):
@@ -90,9 +173,14 @@ class LCF(_Greedy):
 
     name = "lcf"
 
-    def _keys(self, obs, y):
-        port = np.array([self.cost[es].sum() for es in self.edges_of_port])
-        return -port, -self.cost
+    def __init__(self, env: Any, mode: str = "first-fit") -> None:
+        super().__init__(env, mode)
+        self._port_key = -port_sums(self.cost, self.start)
+        self._edge_key = -self.cost
+
+    def _keys(self, obs: dict[str, np.ndarray],
+              y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._port_key, self._edge_key
 
 
 class LWTF(_Greedy):
@@ -101,7 +189,8 @@ class LWTF(_Greedy):
 
     name = "lwtf"
 
-    def _keys(self, obs, y):
+    def _keys(self, obs: dict[str, np.ndarray],
+              y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(obs["waiting"], dtype=np.float64), y
 
 
@@ -116,6 +205,6 @@ class Oracle(Agent):
         super().__init__(env)
         self.solver = OracleSolver(self.instance)
 
-    def _act(self, obs, state, deterministic):
+    def _act(self, obs: dict[str, np.ndarray], state: Any, deterministic: bool) -> np.ndarray:
         x, _ = self.solver.solve(np.asarray(obs["arrivals"]) > 0.5)
         return x.copy()
