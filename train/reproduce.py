@@ -32,7 +32,7 @@ from schedgym.train.store import RunStore, run_folder_name
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "experiments"
 KEYS = {"name", "paper", "env_id", "scenario", "overrides", "agents", "reference", "seeds",
-        "instance_seeds", "metric", "sweeps", "paper_improvement_pct"}
+        "instance_seeds", "benchmarks", "metric", "sweeps", "paper_improvement_pct"}
 SWEEP_KEYS = {"parameter", "values", "paper", "overrides", "label"}
 #: Metrics read from the episode result itself rather than from the env's ``episode_metrics``.
 RESULT_METRICS = ("decision_time", "wall_time")
@@ -153,7 +153,7 @@ def experiment_meta(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, 
     return {"command": "reproduce", "experiment": cfg, "cmdline": command,
             "env_id": cfg["env_id"], "scenario": cfg["scenario"], "agents": list(cfg["agents"]),
             "seeds": list(seeds), "instance_seeds": list(instance_seeds or [0]),
-            "overrides": dict(overrides), "benchmarks": False,
+            "overrides": dict(overrides), "benchmarks": bool(cfg.get("benchmarks", False)),
             "settings": settings(cfg, overrides)}
 
 
@@ -209,7 +209,8 @@ def experiment_rows(store: RunStore
     runs: dict[str, list[EpisodeResult]] = {}
     sweeps = {sw.get("label", sw["parameter"]): sw for sw in cfg.get("sweeps") or []}
     for st in store.meta["settings"]:
-        results, _ = load(store, st["name"])
+        results, bench = load(store, st["name"])
+        add_gaps(results, bench, metric)
         runs[st["name"]] = results
         sw = sweeps.get(st["sweep"], {})
         paper = {a: v[st["index"]] for a, v in (sw.get("paper") or {}).items()}
@@ -232,6 +233,17 @@ def experiment_rows(store: RunStore
                 row["paper_ref_improvement_pct"] = cfg["paper_improvement_pct"][agent]
             rows.append(row)
     return rows, runs
+
+
+def add_gaps(results: list[EpisodeResult], bench: dict[tuple[int, int], dict[str, float]],
+             metric: str) -> None:
+    """For ``metric = "<benchmark>_gap"`` (e.g. ``hindsight_optimum_gap``, the regret), set it
+    on every episode: the benchmark value of its (instance seed, seed) minus its return."""
+    name = metric[: -len("_gap")] if metric.endswith("_gap") else None
+    for r in results:
+        b = bench.get((r.instance_seed, r.seed), {})
+        if name is not None and name in b:
+            r.metrics[metric] = b[name] - r.metrics["reward"]
 
 
 def _spread(pairs: list[tuple[int, float]], name: str) -> dict[str, float]:

@@ -159,3 +159,20 @@ def test_reproduce_runs_through_the_store_over_instances_and_resumes(tmp_path, c
     assert len(rows) == 1 + 4
     assert cli(["report", str(out)]) == 0
     assert "## arrival_prob" in capsys.readouterr().out
+
+
+def test_benchmark_gap_metric_is_the_regret_per_episode(tmp_path):
+    from schedgym import offline
+    from schedgym.train.runner import build_agent, make_env, run_episode
+
+    cfg = {"name": "tinyregret", "paper": "test", "env_id": "schedgym/GainOverhead-v0",
+           "scenario": None, "overrides": {"n_types": 3, "n_instances": 3, "horizon": 10},
+           "agents": ["ogasched"], "reference": "ogasched", "seeds": "0",
+           "instance_seeds": "0", "benchmarks": True, "metric": "hindsight_optimum_gap",
+           "sweeps": [{"parameter": "horizon", "values": [6]}]}
+    rows, runs = run_experiment(cfg, [0], {}, workers=1, show_progress=False)
+    env = make_env(cfg["env_id"], None, 0, {"n_types": 3, "n_instances": 3, "horizon": 6})
+    res = run_episode(env, build_agent("ogasched", env), 0)
+    env.reset(seed=0)
+    want = offline.episode_benchmarks(env)["hindsight_optimum"] - res.metrics["reward"]
+    assert rows[0]["hindsight_optimum_gap"] == pytest.approx(want, rel=1e-9)
