@@ -278,6 +278,26 @@ def _kmeans(X: np.ndarray, w: np.ndarray, k: int, max_iter: int = 100) -> np.nda
     return labels
 
 
+@dataclass
+class _Classes:
+    """Step 2's result: the locality classes kept, largest first."""
+
+    names: list[str]  # class names
+    counts: list[int]  # window tasks of each class
+    n_distinct: list[int]  # distinct request vectors of each class
+    allowed: dict[str, np.ndarray]  # class -> (n_nodes,) bool allowed nodes
+
+
+@dataclass
+class _Types:
+    """Step 3's result: the job types."""
+
+    requests: np.ndarray  # (L, 3) representative request of each type
+    type_class: list[str]  # class of each type
+    type_tasks: list[int]  # window tasks of each type
+    task_type: np.ndarray  # (n_tasks,) type of each trace task, -1 = unused
+
+
 def build_trace_problem(
     n_instances: int = 128,
     n_types: int = 10,
@@ -311,6 +331,45 @@ def build_trace_problem(
     seed = check_seed("seed", seed) or 0
     if degree_cap is not None:
         degree_cap = check_int("degree_cap", degree_cap, min_value=1)
+    tr = _resolve_trace(trace, constraints, R)
+    notes: list[str] = []
+    t0, t1, in_win = _window(tr, time_window)  # 1
+    classes = _classes(tr, in_win, L, notes)  # 2
+    types = _types(tr, in_win, classes, L, notes)  # 3
+    used = types.task_type >= 0
+    durations = np.array([np.nanmedian(tr.task_duration[types.task_type == l])
+                          if np.isfinite(tr.task_duration[types.task_type == l]).any()
+                          else np.nan for l in range(L)])
+    nodes = _nodes(tr, types.type_class, classes.allowed, R, seed)  # 4
+    mask = _graph(types.type_class, classes.allowed, nodes, degree_cap, seed)  # 5
+    T = int(np.floor((t1 - t0) / dt)) + 1  # 6. arrivals
+    slots = np.floor((tr.task_time[used] - t0) / dt).astype(np.int64)
+    arrivals = np.zeros((T, L), dtype=np.int64)
+    np.add.at(arrivals, (slots, types.task_type[used]), 1)
+    return TraceProblem(
+        capacities=tr.node_resources[nodes],
+        gpu_model=tr.node_model[nodes],
+        node_index=nodes,
+        requests=types.requests,
+        type_class=tuple(types.type_class),
+        type_tasks=np.asarray(types.type_tasks, dtype=np.int64),
+        type_duration=durations,
+        mask=mask,
+        arrival_counts=arrivals,
+        slot_seconds=dt,
+        start_time=t0,
+        task_type=types.task_type,
+        coverage=float(used.sum() / in_win.sum()),
+        seed=seed,
+        source=tr.source,
+        notes=(*tr.notes, *notes),
+        trace=tr,
+    )
+
+
+def _resolve_trace(trace: Trace | None, constraints: bool, R: int) -> Trace:
+    """The trace to map (the shipped sample for ``None``), without GPU-model constraints if
+    ``constraints`` is false; checks that it has ``R`` nodes and some tasks."""
     tr = load_sample(constraints) if trace is None else trace
     if not isinstance(tr, Trace):
         raise ValueError(f"trace is invalid: must be a schedgym.data.alibaba.Trace or None, got "
@@ -324,9 +383,12 @@ def build_trace_problem(
                          f"(the trace has {tr.n_nodes} nodes)")
     if tr.n_tasks == 0:
         raise ValueError("trace has no tasks")
-    notes: list[str] = []
+    return tr
 
-    # 1. window
+
+def _window(tr: Trace, time_window: tuple[float, float] | None
+            ) -> tuple[float, float, np.ndarray]:
+    """Step 1: ``(t0, t1, (n_tasks,) bool tasks created in [t0, t1])``."""
     if time_window is None:
         t0, t1 = float(tr.task_time.min()), float(tr.task_time.max())
     else:
@@ -335,40 +397,46 @@ def build_trace_problem(
     if not in_win.any():
         raise ValueError(f"time_window={time_window!r} is invalid: no task is created inside it "
                          f"(tasks span [{tr.task_time.min():g}, {tr.task_time.max():g}] s)")
+    return t0, t1, in_win
 
-    # 2. classes
+
+def _classes(tr: Trace, in_win: np.ndarray, L: int, notes: list[str]) -> _Classes:
+    """Step 2: the locality classes of the window's tasks that some node can serve, largest
+    first (ties by name); dropped classes are noted."""
     cls = task_classes(tr)
     req = tr.task_requests
     class_names, class_counts = np.unique(cls[in_win], return_counts=True)
     order = sorted(range(len(class_names)), key=lambda i: (-class_counts[i], class_names[i]))
-    classes: list[str] = []
-    counts: list[int] = []
-    n_distinct: list[int] = []
-    allowed: dict[str, np.ndarray] = {}
+    out = _Classes([], [], [], {})
     for i in order:
         c = str(class_names[i])
         ok = class_allowed_nodes(tr, c)
         if not ok.any():
             notes.append(f"class {c}: {class_counts[i]} tasks dropped (no node has these models)")
             continue
-        allowed[c] = ok
-        classes.append(c)
-        counts.append(int(class_counts[i]))
-        n_distinct.append(int(np.unique(req[in_win & (cls == c)], axis=0).shape[0]))
-    if sum(n_distinct) < L:
-        raise ValueError(f"n_types={L} is invalid: the trace window has only {sum(n_distinct)} "
-                         "distinct (locality class, request) pairs")
+        out.allowed[c] = ok
+        out.names.append(c)
+        out.counts.append(int(class_counts[i]))
+        out.n_distinct.append(int(np.unique(req[in_win & (cls == c)], axis=0).shape[0]))
+    if sum(out.n_distinct) < L:
+        raise ValueError(f"n_types={L} is invalid: the trace window has only "
+                         f"{sum(out.n_distinct)} distinct (locality class, request) pairs")
+    return out
 
-    # 3. types
-    seats = _dhondt(counts, n_distinct, L)
-    task_type = np.full(tr.n_tasks, -1, dtype=np.int64)
+
+def _types(tr: Trace, in_win: np.ndarray, classes: _Classes, L: int,
+           notes: list[str]) -> _Types:
+    """Step 3: D'Hondt split of the ``L`` types over the classes, k-means of each class's
+    distinct requests, the most frequent request of each cluster as the type's request."""
+    cls = task_classes(tr)
+    req = tr.task_requests
+    seats = _dhondt(classes.counts, classes.n_distinct, L)
+    out = _Types(np.empty((0, 3)), [], [], np.full(tr.n_tasks, -1, dtype=np.int64))
     reps: list[np.ndarray] = []
-    type_class: list[str] = []
-    type_tasks: list[int] = []
-    for c, k in zip(classes, seats, strict=True):
+    for c, k in zip(classes.names, seats, strict=True):
         if k == 0:
-            notes.append(f"class {c}: {counts[classes.index(c)]} tasks got no type (too few "
-                         "types for this class under the D'Hondt split)")
+            notes.append(f"class {c}: {classes.counts[classes.names.index(c)]} tasks got no "
+                         "type (too few types for this class under the D'Hondt split)")
             continue
         members = np.flatnonzero(in_win & (cls == c))
         vecs, inv, w = np.unique(req[members], axis=0, return_inverse=True, return_counts=True)
@@ -381,18 +449,18 @@ def build_trace_problem(
             local.append((int(w[in_j].sum()), tuple(vecs[best]), vecs[best], in_j))
         local.sort(key=lambda x: (-x[0], x[1]))
         for n_tasks, _, rep, in_j in local:
-            task_type[members[np.isin(inv, in_j)]] = len(reps)
+            out.task_type[members[np.isin(inv, in_j)]] = len(reps)
             reps.append(rep)
-            type_class.append(c)
-            type_tasks.append(n_tasks)
-    requests = np.asarray(reps, dtype=np.float64)
-    used = task_type >= 0
-    coverage = float(used.sum() / in_win.sum())
-    durations = np.array([np.nanmedian(tr.task_duration[task_type == l])
-                          if np.isfinite(tr.task_duration[task_type == l]).any() else np.nan
-                          for l in range(L)])
+            out.type_class.append(c)
+            out.type_tasks.append(n_tasks)
+    out.requests = np.asarray(reps, dtype=np.float64)
+    return out
 
-    # 4. nodes
+
+def _nodes(tr: Trace, type_class: list[str], allowed: dict[str, np.ndarray], R: int,
+           seed: int) -> np.ndarray:
+    """Step 4: ``(R,)`` sorted trace rows of the sampled nodes, one allowed node per type
+    first (stream ``trace_nodes``)."""
     g_nodes = rngs.stream(seed, "trace_nodes")
     chosen: list[int] = []
     for c in type_class:
@@ -405,41 +473,20 @@ def build_trace_problem(
                          "that every job type has a node of its GPU models")
     rest = np.setdiff1d(np.arange(tr.n_nodes), chosen)
     chosen.extend(int(i) for i in g_nodes.choice(rest, size=R - len(chosen), replace=False))
-    nodes = np.sort(np.asarray(chosen, dtype=np.int64))
+    return np.sort(np.asarray(chosen, dtype=np.int64))
 
-    # 5. graph
+
+def _graph(type_class: list[str], allowed: dict[str, np.ndarray], nodes: np.ndarray,
+           degree_cap: int | None, seed: int) -> np.ndarray:
+    """Step 5: ``(L, R)`` bool locality mask, at most ``degree_cap`` nodes per type (stream
+    ``trace_graph``)."""
     mask = np.stack([allowed[c][nodes] for c in type_class])
     if degree_cap is not None:
         g_graph = rngs.stream(seed, "trace_graph")
-        for l in range(L):
+        for l in range(len(type_class)):
             idx = np.flatnonzero(mask[l])
             if idx.size > degree_cap:
                 keep = g_graph.choice(idx, size=degree_cap, replace=False)
                 mask[l] = False
                 mask[l, keep] = True
-
-    # 6. arrivals
-    T = int(np.floor((t1 - t0) / dt)) + 1
-    slots = np.floor((tr.task_time[used] - t0) / dt).astype(np.int64)
-    arrivals = np.zeros((T, L), dtype=np.int64)
-    np.add.at(arrivals, (slots, task_type[used]), 1)
-
-    return TraceProblem(
-        capacities=tr.node_resources[nodes],
-        gpu_model=tr.node_model[nodes],
-        node_index=nodes,
-        requests=requests,
-        type_class=tuple(type_class),
-        type_tasks=np.asarray(type_tasks, dtype=np.int64),
-        type_duration=durations,
-        mask=mask,
-        arrival_counts=arrivals,
-        slot_seconds=dt,
-        start_time=t0,
-        task_type=task_type,
-        coverage=coverage,
-        seed=seed,
-        source=tr.source,
-        notes=(*tr.notes, *notes),
-        trace=tr,
-    )
+    return mask
