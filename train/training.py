@@ -625,7 +625,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--seeds", default=None, metavar="SEEDS",
                    help="train one run per seed, e.g. 0-4 (runs NAME_s<seed>, in parallel)")
-    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="with --seeds: run the seeds as Ray tasks (no ADDRESS: a local Ray; "
                    "'auto' or host:port: a cluster)")
     p.add_argument("--workers", type=int, default=None,
