@@ -30,3 +30,11 @@ def test_rl_zoo3_trains_with_the_shipped_config(tmp_path, algo, env_id):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     models = list(tmp_path.rglob(env_id.replace("/", "-") + ".zip"))
     assert models, list(tmp_path.rglob("*"))
+
+
+def test_rl_zoo3_enjoy_imports_with_the_pinned_stack():
+    """``python -m rl_zoo3.enjoy`` crashed on import (``No module named 'requests'``): the train
+    extra pins what it needs."""
+    proc = subprocess.run([sys.executable, "-c", "import rl_zoo3.enjoy, rl_zoo3.train"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
