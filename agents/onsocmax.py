@@ -456,8 +456,9 @@ class P3:
                  capacity: np.ndarray, cap: np.ndarray, workload: float,
                  pricing: Pricing) -> None:
         self.code = int(code)
-        arrays = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
-                                       for v in (coef, b, usage, capacity, cap)))
+        arrays = [np.asarray(v, dtype=np.float64) for v in (coef, b, usage, capacity, cap)]
+        if any(v.shape != arrays[0].shape or v.ndim != 1 for v in arrays):
+            arrays = list(np.broadcast_arrays(*arrays))
         self.a, self.b, self.omega, self.C, cap_in = (np.ascontiguousarray(v).reshape(-1)
                                                       for v in arrays)
         self.rho = float(workload)

@@ -117,6 +117,38 @@ def throughput(n: int) -> None:
         sps = steps_per_second(make, 10 * n if ref is None else n)
         ref = ref or sps
         print(f"   {name:<36}{sps:>12,.0f} env-steps/s{sps / ref:>9.3f}x CartPole")
+    env = gym.make(ENV_ID).unwrapped
+    env.reset(seed=0)
+    k = max(n // 20, 10)
+    t0 = time.perf_counter()
+    for s in range(k):
+        env.reset(seed=s)
+    reset_us = 1e6 * (time.perf_counter() - t0) / k
+    t0 = time.perf_counter()
+    for s in range(k):
+        env._sample_jobs(s)
+    sample_us = 1e6 * (time.perf_counter() - t0) / k
+    print(f"   DW reset: {reset_us:,.0f} us per episode, of which the job sampler "
+          f"{sample_us:,.0f} us = {reset_us / 20 * ref / 1e6:.2f} CartPole steps per DW step")
+
+
+def profile_vector(batches: int = 200) -> None:
+    """``--profile``: where the native vector env (64 copies, random actions) spends its time."""
+    import cProfile
+    import pstats
+
+    vec = gym.make_vec(ENV_ID, num_envs=64, vectorization_mode="vector_entry_point")
+    vec.reset(seed=0)
+    acts = [vec.action_space.sample() for _ in range(16)]
+    for i in range(30):
+        vec.step(acts[i % 16])
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(batches):
+        vec.step(acts[i % 16])
+    prof.disable()
+    print(f"\nprofile of {batches} steps of the native vector env, 64 copies:")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(12)
 
 
 def decision_ms(name: str, utility: str, episodes: int) -> float:
@@ -185,7 +217,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=3, help="episodes per family/scenario")
     ap.add_argument("--steps", type=int, default=2000, help="env steps for steps/s")
+    ap.add_argument("--profile", action="store_true",
+                    help="only print a profile of the native vector env")
     args = ap.parse_args()
+    if args.profile:
+        profile_vector()
+        return
     import cvxpy
 
     print(f"machine: {platform.processor() or platform.machine()}, python "

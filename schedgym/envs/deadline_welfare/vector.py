@@ -56,6 +56,8 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         inst = t.instance
         self.instance = inst
         self.action_mode = t.action_mode
+        self.metadata = {**type(self).metadata,
+                         "action_modes": t.metadata.get("action_modes", ("dispatch",))}
         self.single_observation_space = t.observation_space
         self._obs_keys = tuple(cast(spaces.Dict, t.observation_space).spaces)
         self.single_action_space = t.action_space
