@@ -213,7 +213,7 @@ def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
         table.add_column("over instances min..max", justify="right")
     table.add_column("ms/decision", justify="right")
     for row in rows:
-        cells = [fmt_ci(row.get(k, float("nan")), row.get(k + "_ci", float("nan")))
+        cells = [fmt_ci(row.get(k, float("nan")), row.get(k + "_ci", float("nan")), 3)
                  for k, _ in cols]
         if multi:
             cells.append(f"{row['ratio_to_ref_min']:.3f}..{row['ratio_to_ref_max']:.3f}")
@@ -311,3 +311,16 @@ def main(args: argparse.Namespace) -> int:
         return 0
     report_compare(store, plots=args.plots)
     return 0
+
+
+if __name__ == "__main__":  # python -m schedgym.train.report RUN_DIR
+    import sys
+
+    _parser = argparse.ArgumentParser(prog="schedgym")
+    add_parser(_parser.add_subparsers(dest="command", required=True))
+    _args = _parser.parse_args(["report", *sys.argv[1:]])
+    try:
+        sys.exit(main(_args))
+    except ValueError as _exc:
+        print(f"schedgym report: error: {_exc}", file=sys.stderr)
+        sys.exit(2)
