@@ -6,6 +6,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
@@ -124,3 +126,34 @@ def test_oracle_is_marked_and_knows_theta():
 def test_unknown_mode_is_rejected():
     with pytest.raises(ValueError, match="mode='greedy' is invalid"):
         agents.make("hauf", gym.make(ENV_ID), mode="greedy")
+
+
+def test_port_sums_add_exactly_as_numpy():
+    from schedgym.agents.baselines.fluctuating_speed import port_sums
+
+    rng = np.random.default_rng(0)
+    sizes = [0, 1, 3, 7, 8, 9, 16, 17, 127, 128, 129, 300]
+    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    v = rng.normal(size=start[-1]) * 10.0 ** rng.integers(-3, 4, size=start[-1])
+    want = [v[s:e].sum() for s, e in zip(start[:-1], start[1:], strict=True)]
+    assert port_sums(v, start).tolist() == want  # exact, not approximate
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_priority_order_equals_numpy_stable_sorts(seed):
+    from schedgym.agents.baselines.fluctuating_speed import priority_order
+
+    rng = np.random.default_rng(seed)
+    L = int(rng.integers(1, 7))
+    deg = rng.integers(1, 5, size=L)
+    start = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
+    port_key = rng.integers(0, 3, size=L) / 2.0  # ties on purpose
+    edge_key = rng.integers(0, 3, size=start[-1]) / 2.0
+    present = rng.random(L) < 0.7
+    ports = np.flatnonzero(present)
+    ports = ports[np.argsort(-port_key[ports], kind="stable")]
+    want = [e for l in ports
+            for e in np.arange(start[l], start[l + 1])[
+                np.argsort(-edge_key[start[l]:start[l + 1]], kind="stable")]]
+    assert priority_order(port_key, edge_key, present, start).tolist() == want
