@@ -1,4 +1,4 @@
-"""ESDP's improvement over each baseline from a ``schedgym compare`` run (spec esdp §7, §8 item 20).
+"""ESDP's improvement over each baseline from a ``schedgym compare`` run (ESDP paper §6, Figs. 2-4).
 
 Usage::
 
@@ -28,7 +28,10 @@ def main() -> None:
     args = p.parse_args()
     data = np.load(args.curves)
     by: dict[str, list[np.ndarray]] = defaultdict(list)
-    for key in sorted(data.files, key=lambda k: (k.split("|")[0], int(k.split("|")[1]))):
+    # keys are "agent|seed" (older runs) or "agent|instance_seed|seed": every (instance, seed)
+    # episode is one sample
+    for key in sorted(data.files, key=lambda k: (k.split("|")[0],
+                                                 *map(int, k.split("|")[1:]))):
         by[key.split("|")[0]].append(data[key])
     ref = np.stack(by[args.reference])
     T = ref.shape[1]
