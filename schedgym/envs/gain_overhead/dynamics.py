@@ -137,17 +137,31 @@ def _project_slots(z: np.ndarray, slots: np.ndarray, caps: np.ndarray, cap: np.n
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
     Group ``(r, k)`` holds the channels ``slots[r, :n_r]`` (padded with -1) of instance ``r``.
+    One pass clips every entry to its box and sums the groups; only the groups whose sum exceeds
+    the capacity are projected (the common case of a nearly feasible action costs one pass).
     """
     n_inst, width = slots.shape
+    n_res = z.shape[1]
     zb, ab, vb = np.empty(width), np.empty(width), np.empty(width)
     for r in range(n_inst):
-        n = 0
-        while n < width and slots[r, n] >= 0:
-            n += 1
-        for k in range(z.shape[1]):
-            for d in range(n):
-                zb[d] = z[slots[r, d], k]
-                ab[d] = caps[slots[r, d], k]
+        for k in range(n_res):
+            load[r, k] = 0.0
+        for d in range(width):
+            e = slots[r, d]
+            if e < 0:
+                break
+            for k in range(n_res):
+                v = min(max(z[e, k], 0.0), caps[e, k])
+                y[e, k] = v
+                load[r, k] += v
+        for k in range(n_res):
+            if load[r, k] <= cap[r, k]:
+                continue
+            n = 0
+            while n < width and slots[r, n] >= 0:
+                zb[n] = z[slots[r, n], k]
+                ab[n] = caps[slots[r, n], k]
+                n += 1
             project_group(zb, ab, n, cap[r, k], vb)
             tot = 0.0
             for d in range(n):
