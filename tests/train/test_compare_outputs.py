@@ -240,3 +240,25 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
                                            "instance_features": True}
     assert tasks[("drf", 1)].env_kwargs == {}
     assert tasks[(spec, 1)].overrides == tasks[("drf", 1)].overrides == {"horizon": 12}
+
+
+def test_model_trained_in_a_mode_is_played_in_it_next_to_classical(tmp_path):
+    """Issue 10: a learned agent acts in its training mode (read from run.json), classical agents
+    in the default mode, on the same seeds."""
+    import json
+
+    from schedgym.train.training import train
+
+    env_id = "schedgym/GainOverhead-v0"
+    res = train("a2c", env_id, timesteps=32, overrides={**small_overrides(env_id),
+                                                        "action_mode": "fractions"},
+                out=tmp_path / "runs", eval_freq=0, checkpoint_freq=0)
+    spec = f"a2c:{res.model_path}"
+    out = tmp_path / "cmp"
+    assert cli(["compare", env_id, "--agents", f"drf,{spec}", "--seeds", "100-101",
+                *_sets(env_id), "--out", str(out), "--workers", "1", "--quiet",
+                "--no-plots"]) == 0
+    recs = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    kw = {r["key"][1]: r["env_kwargs"] for r in recs}
+    assert kw[spec] == {"action_mode": "fractions"} and kw["drf"] == {}
+    assert {r["key"][3] for r in recs} == {100, 101}
