@@ -12,13 +12,9 @@ import pytest
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.utils.env_match import check_environments_match
 
-from schedgym.envs.gain_overhead import GainOverheadEnv
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
 SHORT = {**SMALL, "horizon": 5}
-#: The low-dimensional action modes arrive with the env's ``action_mode=`` option (issue 10).
-needs_modes = pytest.mark.skipif("action_modes" not in GainOverheadEnv.metadata,
-                                 reason="this env has no action_mode option yet")
 
 
 def _pair(n: int, **kw: Any) -> tuple[gym.vector.VectorEnv, gym.vector.VectorEnv]:
@@ -28,26 +24,20 @@ def _pair(n: int, **kw: Any) -> tuple[gym.vector.VectorEnv, gym.vector.VectorEnv
 
 
 def _assert_same(native_out: tuple, sync_out: tuple, where: str) -> None:
-    """Bit-for-bit equality (values and dtypes) of everything, except ``projection_distance``:
-    the single env computes it with ``np.linalg.norm`` (BLAS summation order), the batch in
-    the compiled kernel, so it may differ in the last bits (1e-12 relative here)."""
+    """Bit-for-bit equality (values and dtypes) of observations, rewards, flags and infos."""
     names = ("obs", "reward", "terminated", "truncated", "info") if len(native_out) == 5 \
         else ("obs", "info")
     for name, a, b in zip(names, native_out, sync_out, strict=True):
-        if name == "info" and "projection_distance" in a:
-            a, b = dict(a), dict(b)
-            np.testing.assert_allclose(a.pop("projection_distance"),
-                                       b.pop("projection_distance"), rtol=1e-12, atol=0)
         assert data_equivalence(a, b, exact=True), f"{where}: {name} differs:\n{a}\n{b}"
 
 
 @pytest.mark.parametrize("kw", [
     {},
     {"utility": "mixed"},
-    pytest.param({"action_mode": "fractions", "arrivals": "hidden"}, marks=needs_modes),
-    pytest.param({"action_mode": "prices", "utility": "mixed", "instance_features": True},
-                 marks=needs_modes),
-], ids=["allocation", "mixed", "fractions-hidden", "prices-features"])
+    {"action_mode": "fractions", "arrivals": "hidden"},
+    {"action_mode": "fractions", "arrivals": "revealed"},
+    {"action_mode": "prices", "utility": "mixed", "instance_features": True},
+], ids=["allocation", "mixed", "fractions-hidden", "fractions-revealed", "prices-features"])
 def test_native_equals_sync_vector_env_across_autoresets(kw):
     native, sync = _pair(3, **SHORT, **kw)
     _assert_same(native.reset(seed=7), sync.reset(seed=7), "reset")
@@ -114,8 +104,8 @@ class _OneCopy(gym.Env):
         return self.venv.render()[0]
 
 
-@pytest.mark.parametrize("kw", [{"utility": "mixed"}, pytest.param(
-    {"action_mode": "prices", "utility": "mixed"}, marks=needs_modes)])
+@pytest.mark.parametrize("kw", [{"utility": "mixed"},
+                                {"action_mode": "prices", "utility": "mixed"}])
 def test_check_environments_match_single_env(kw):
     single = gym.make(ENV_ID, render_mode="rgb_array", **SHORT, **kw).unwrapped
     venv = gym.make_vec(ENV_ID, num_envs=1, vectorization_mode="vector_entry_point",
