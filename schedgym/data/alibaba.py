@@ -615,8 +615,8 @@ def load_v2018(
     :data:`V2018_TASK_COLUMNS`). ``machine_meta`` has one row per machine *event*: the first row
     of each ``machine_id`` gives its ``cpu_num`` and ``mem_size``. Memory is normalised to
     [0, 100] in this trace; ``mem_gb_per_unit`` converts it to GB (default 5.12, i.e. the largest
-    machine = 512 GB, spec ogasched §6.2 item 1). There are no GPUs. Tasks without ``start_time``,
-    ``plan_cpu`` or ``plan_mem`` are dropped.
+    machine = 512 GB, docs/spec/ogasched.md §6.2 item 1). There are no GPUs. Tasks without
+    ``start_time``, ``plan_cpu`` or ``plan_mem`` are dropped.
 
     Args:
         statuses: keep only tasks whose ``status`` is listed (default ``("Terminated",)``).
