@@ -25,6 +25,7 @@ Usage: ``python benchmarks/bench_deadline_welfare.py [--episodes N] [--steps N]`
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import subprocess
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -81,7 +84,7 @@ def first_call_seconds(cache_dir: str | None) -> float:
     return total
 
 
-def steps_per_second(make, n: int, seed: int = 0) -> float:
+def steps_per_second(make: Callable[[], Any], n: int, seed: int = 0) -> float:
     """Env steps per second of ``make()`` (an env or a vector env) with random actions,
     counting every sub-env's step; resets at episode ends (vector envs autoreset)."""
     env = make()
@@ -101,7 +104,7 @@ def steps_per_second(make, n: int, seed: int = 0) -> float:
 
 def throughput(n: int) -> None:
     """Section 1: steps/s against CartPole-v1, measured back to back."""
-    def vec(mode: str, **kw):
+    def vec(mode: str, **kw: Any) -> Callable[[], Any]:
         return lambda: gym.make_vec(ENV_ID, num_envs=64, vectorization_mode=mode, **kw)
 
     rows = [("CartPole-v1 single env", lambda: gym.make("CartPole-v1")),
@@ -111,13 +114,13 @@ def throughput(n: int) -> None:
             ("DW single env, no episode end", lambda: gym.make(ENV_ID, n_jobs=n + 1)),
             ("DW native x64, no episode end",
              vec("vector_entry_point", n_jobs=max(n // 64, 1) + 1))]
-    ref = None
+    ref = 0.0
     for name, make in rows:
         steps_per_second(make, max(n // 10, 64))  # warm-up (compiled kernels, caches)
-        sps = steps_per_second(make, 10 * n if ref is None else n)
+        sps = steps_per_second(make, 10 * n if not ref else n)
         ref = ref or sps
         print(f"   {name:<36}{sps:>12,.0f} env-steps/s{sps / ref:>9.3f}x CartPole")
-    env = gym.make(ENV_ID).unwrapped
+    env: Any = gym.make(ENV_ID).unwrapped
     env.reset(seed=0)
     k = max(n // 20, 10)
     t0 = time.perf_counter()
@@ -128,8 +131,9 @@ def throughput(n: int) -> None:
     for s in range(k):
         env._sample_jobs(s)
     sample_us = 1e6 * (time.perf_counter() - t0) / k
-    print(f"   DW reset: {reset_us:,.0f} us per episode, of which the job sampler "
-          f"{sample_us:,.0f} us = {reset_us / 20 * ref / 1e6:.2f} CartPole steps per DW step")
+    print(f"   DW reset: {reset_us:,.0f} us per episode (job sampler {sample_us:,.0f} us); "
+          f"over 20 jobs {reset_us / 20:,.1f} us per step = {reset_us / 20 * ref / 1e6:.2f} "
+          "CartPole steps")
 
 
 def profile_vector(batches: int = 200) -> None:
@@ -183,7 +187,7 @@ def subproblems(utility: str, scenario: str, episodes: int) -> list:
     return out
 
 
-def _best_time(fn, repeats: int):
+def _best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     best, out = np.inf, None
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -200,7 +204,7 @@ def compare_solvers(probs: list, repeats: int = 5, cvx_repeats: int = 3) -> dict
         t_ours, (x, mu) = _best_time(p.solve, repeats)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t_cvx, xc = _best_time(lambda p=p: solve_p3_cvxpy(p), cvx_repeats)
+            t_cvx, xc = _best_time(functools.partial(solve_p3_cvxpy, p), cvx_repeats)
         ours.append(t_ours)
         cvx.append(t_cvx)
         ratios.append(t_cvx / t_ours)
@@ -261,7 +265,7 @@ def offline_section(episodes: int) -> None:
     """Section 4: the offline optimum P1 per episode."""
     print("\n4. offline optimum P1 per episode (paper-default), s:")
     for u in FAMILIES:
-        env = gym.make(ENV_ID, utility=u).unwrapped
+        env: Any = gym.make(ENV_ID, utility=u).unwrapped
         ts = []
         for s in range(episodes):
             env.reset(seed=s)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import gymnasium as gym
+import numba
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
@@ -36,6 +37,23 @@ from schedgym.envs.deadline_welfare.types import Jobs
 
 #: Integer-valued per-step ``info`` keys of the single env (the others are floats or arrays).
 _STEP_INT = ("units_used", "slot", "job")
+
+
+@numba.njit(cache=True)
+def _gather(job_mask: np.ndarray, job_cap: np.ndarray, job_coef: np.ndarray,
+            job_weight: np.ndarray, idx: np.ndarray, cur: np.ndarray, mask: np.ndarray,
+            cap: np.ndarray, coef: np.ndarray, weight: np.ndarray) -> None:
+    """Every copy's job ``idx[b]`` from the padded buffers ``(B, n_max, U)`` into ``(B, U)``
+    rows (float64 or float32): its unit mask (False for copies without a current job, ``cur``)
+    and its capability, coefficient and weight on those units (0 elsewhere)."""
+    for b in range(mask.shape[0]):
+        i = idx[b]
+        for r in range(mask.shape[1]):
+            m = cur[b] and job_mask[b, i, r]
+            mask[b, r] = m
+            cap[b, r] = job_cap[b, i, r] if m else 0.0
+            coef[b, r] = job_coef[b, i, r] if m else 0.0
+            weight[b, r] = job_weight[b, i, r] if m else 0.0
 
 
 class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
@@ -148,17 +166,26 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         idx = np.minimum(self._n, np.maximum(self._n_jobs - 1, 0))
         return rows, idx, cur
 
+    def _gathered(self, dtype: type) -> tuple[np.ndarray, ...]:
+        """``(mask, capability, coef, weight)`` ``(B, U)`` of every copy's current job (zeros
+        off its units and for copies past their last job), floats in ``dtype``."""
+        _, idx, cur = self._current()
+        B, U = self.num_envs, self.instance.n_units
+        out = (np.empty((B, U), dtype=bool),) + tuple(np.empty((B, U), dtype=dtype)
+                                                       for _ in range(3))
+        _gather(self._job_mask, self._job_cap, self._job_coef, self._job_weight, idx, cur,
+                *out)
+        return out
+
     def _obs(self) -> dict[str, np.ndarray]:
         rows, idx, cur = self._current()
-        mask = self._job_mask[rows, idx] & cur[:, None]
+        mask, cap, coef, weight = self._gathered(np.float32)
         sc = np.where(cur[:, None], self._job_scalars[rows, idx], 0.0).astype(np.float32)
         f32 = np.float32
         obs = {
             "workload": sc[:, :1], "window": sc[:, 1:],
-            "allowed": mask.astype(f32),
-            "capability": np.where(mask, self._job_cap[rows, idx], 0.0).astype(f32),
-            "utility_coef": np.where(mask, self._job_coef[rows, idx], 0.0).astype(f32),
-            "cluster_weight": np.where(mask, self._job_weight[rows, idx], 0.0).astype(f32),
+            "allowed": mask.astype(f32), "capability": cap, "utility_coef": coef,
+            "cluster_weight": weight,
             "utility_family": self._static["utility_family"].copy(),
             "usage": np.minimum(self._usage.astype(f32), self._static["capacity"]),
             "capacity": self._static["capacity"].copy(),
@@ -207,21 +234,18 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
                              f"{a[b, i]!r}): every entry must be finite")
         return a
 
-    def _proposals(self, a: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                                   np.ndarray]:
-        """``(proposal, upper, action_clip)`` ``(B, U)``, ``(B, U)``, ``(B,)`` of the copies
-        that step, decoded as the single env decodes them."""
+    def _proposals(self, a: np.ndarray, step: np.ndarray,
+                   upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(proposal, action_clip)`` ``(B, U)``, ``(B,)`` of the copies that step, decoded
+        as the single env decodes them (``upper``: x̄ on the current job's units)."""
         clipped = np.clip(a, -1.0, 1.0)
         clip = np.max(np.abs(clipped - a), axis=1)
-        rows, idx, cur = self._current()
-        mask = self._job_mask[rows, idx] & cur[:, None]
-        upper = np.where(mask, self._job_cap[rows, idx], 0.0)
         if self.action_mode == "dispatch":
-            return (clipped + 1.0) * 0.5 * upper, upper, clip
+            return (clipped + 1.0) * 0.5 * upper, clip
         proposal = np.zeros_like(upper)
-        for b in np.flatnonzero(step & cur):  # the single env's decoder on copy b's state
-            proposal[b] = self._template_decode(int(b), clipped[b]).reshape(-1)
-        return proposal, upper, clip
+        for b in np.flatnonzero(step & (self._n < self._n_jobs)).tolist():
+            proposal[b] = self._template_decode(b, clipped[b]).reshape(-1)  # single env's rule
+        return proposal, clip
 
     def _template_decode(self, b: int, a: np.ndarray) -> np.ndarray:
         """The template env's own decoder, pointed at copy ``b``'s episode state."""
@@ -242,16 +266,16 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         resets = self._autoreset.copy()
         step = ~resets
         rows, idx, cur = self._current()
-        proposal, upper, clip = self._proposals(a, step)
+        mask, upper, coef, weight = self._gathered(np.float64)
+        proposal, clip = self._proposals(a, step, upper)
         active = step & cur
         x = np.zeros((B, self.instance.n_units))
         out = np.zeros((B, 4))
         scal = self._job_scalars[rows, idx]
         rho = np.where(active, scal[:, 0], 0.0)
         dynamics.apply_batch(self.instance.family_code, proposal, upper, self._capacity,
-                             self._usage, rho, self._job_mask[rows, idx], self._job_coef[rows, idx],
-                             self._job_weight[rows, idx], active, x, out)
-        infos = self._step_infos(step, cur, x, out, rho, clip, scal)
+                             self._usage, rho, mask, coef, weight, active, x, out)
+        infos = self._step_infos(step, x, out, rho, clip, scal)
         rewards = np.where(step, out[:, 2] + out[:, 3], 0.0)
         self._n += step
         terminated = step & (self._n >= np.maximum(self._n_jobs, 1))
@@ -278,7 +302,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             infos[key] = np.where(mask.reshape(shape), values, 0).astype(values.dtype)
         infos["_" + key] = mask.copy()
 
-    def _step_infos(self, step: np.ndarray, cur: np.ndarray, x: np.ndarray, out: np.ndarray,
+    def _step_infos(self, step: np.ndarray, x: np.ndarray, out: np.ndarray,
                     rho: np.ndarray, clip: np.ndarray, scal: np.ndarray) -> dict[str, Any]:
         """The single env's step ``info`` of every stepping copy, batched; updates the running
         totals of those copies."""
