@@ -2,7 +2,9 @@
 
 Each file is keyed by env id (``schedgym/GainOverhead-v0: {...}``) with an optional ``default``
 entry used for env ids that have no entry of their own (rl_zoo3 does the same), so an env added
-later trains with no change here. Every key of every entry must be understood, otherwise loading
+later trains with no change here. An entry keyed ``"<env id> action_mode=<mode>"`` holds the
+hyperparameters of a learnable action mode (``schedgym train --set action_mode=<mode>`` uses it;
+rl_zoo3 ignores it). Every key of every entry must be understood, otherwise loading
 fails (a typo such as ``n_step`` is an error, never silently ignored). Understood keys are:
 
 - rl_zoo3's own keys (:data:`ZOO_KEYS`): ``n_timesteps``, ``policy``, ``n_envs``, ``normalize``,
@@ -207,13 +209,23 @@ def load_file(algo: str, path: str | Path | None = None) -> dict[str, dict[str, 
     return data
 
 
-def load_config(algo: str, env_id: str, path: str | Path | None = None) -> dict[str, Any]:
-    """The (validated) entry for ``env_id`` in ``configs/<algo>.yml``, or its ``default``."""
+def mode_key(env_id: str, action_mode: str) -> str:
+    """The config entry of ``env_id`` in a learnable action mode: ``"<env_id> action_mode=<m>"``
+    (rl_zoo3 ignores such keys; ``schedgym train --set action_mode=<m>`` prefers them)."""
+    return f"{env_id} action_mode={action_mode}"
+
+
+def load_config(algo: str, env_id: str, path: str | Path | None = None,
+                action_mode: str | None = None) -> dict[str, Any]:
+    """The (validated) entry for ``env_id`` in ``configs/<algo>.yml`` (or ``path``): the
+    ``"<env_id> action_mode=<mode>"`` entry when ``action_mode`` is given and has one, else the
+    env's own entry, else ``default``."""
     data = load_file(algo, path)
-    if env_id in data:
-        return dict(data[env_id])
-    if "default" in data:
-        return dict(data["default"])
+    keys = ([mode_key(env_id, action_mode)] if action_mode is not None else []) + [env_id,
+                                                                                   "default"]
+    for key in keys:
+        if key in data:
+            return dict(data[key])
     raise ValueError(f"env_id={env_id!r} has no entry in the {algo} config and there is no "
                      f"'default' entry: add one (entries: {', '.join(map(str, data))})")
 

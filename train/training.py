@@ -272,7 +272,9 @@ def _plan(cfg: TrainConfig) -> _Plan:
     from schedgym.core.validation import check_known_keys
 
     source = cfg.config or str(hp.default_config_path(cfg.algo))
-    entry = hp.load_config(cfg.algo, cfg.env_id, cfg.config)
+    mode = cfg.overrides.get("action_mode")
+    entry = hp.load_config(cfg.algo, cfg.env_id, cfg.config,
+                           str(mode) if mode is not None else None)
     if cfg.hyperparams:
         check_known_keys("--hp", cfg.hyperparams, hp.allowed_keys(cfg.algo))
         entry.update(cfg.hyperparams)

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 import schedgym
+from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train import hyperparams as hp
 
 
@@ -42,7 +43,7 @@ def test_supported_algos_follow_the_action_space():
 
 def _write(tmp_path, algo, entry):
     p = tmp_path / f"{algo}.yml"
-    p.write_text(yaml.safe_dump({"schedgym/GainOverhead-v0": entry}))
+    p.write_text(yaml.safe_dump({GO: entry}))
     return p
 
 
@@ -63,22 +64,22 @@ BASE = {"policy": "MultiInputPolicy", "n_timesteps": 100}
 def test_a_typo_is_an_error_naming_it(tmp_path, bad, word):
     path = _write(tmp_path, "ppo", {**BASE, **bad})
     with pytest.raises(ValueError, match=word):
-        hp.load_config("ppo", "schedgym/GainOverhead-v0", path)
+        hp.load_config("ppo", GO, path)
 
 
 def test_off_policy_keys_only_for_off_policy(tmp_path):
     entry = {**BASE, "noise_type": "normal", "noise_std": 0.1}
     with pytest.raises(ValueError, match="noise_(type|std)"):
-        hp.load_config("ppo", "schedgym/GainOverhead-v0", _write(tmp_path, "ppo", entry))
-    assert hp.load_config("td3", "schedgym/GainOverhead-v0", _write(tmp_path, "td3", entry))
+        hp.load_config("ppo", GO, _write(tmp_path, "ppo", entry))
+    assert hp.load_config("td3", GO, _write(tmp_path, "td3", entry))
 
 
 def test_a_typo_in_another_env_entry_is_still_an_error(tmp_path):
     p = tmp_path / "ppo.yml"
-    p.write_text(yaml.safe_dump({"schedgym/GainOverhead-v0": BASE,
+    p.write_text(yaml.safe_dump({GO: BASE,
                                  "schedgym/Other-v0": {**BASE, "gama": 0.9}}))
     with pytest.raises(ValueError, match="gama"):
-        hp.load_config("ppo", "schedgym/GainOverhead-v0", p)
+        hp.load_config("ppo", GO, p)
 
 
 def test_missing_entry_without_default(tmp_path):
@@ -112,3 +113,17 @@ def test_unknown_algo():
 
 def test_env_ids_drive_the_tests():
     assert len(schedgym.ENV_IDS) >= 1
+
+
+def test_action_mode_entry_is_preferred(tmp_path):
+    import yaml
+
+    p = tmp_path / "ppo.yml"
+    env_id = GO
+    p.write_text(yaml.safe_dump({env_id: {**BASE, "n_steps": 64},
+                                 hp.mode_key(env_id, "fractions"): {**BASE, "n_steps": 32},
+                                 "default": {**BASE, "n_steps": 16}}))
+    assert hp.load_config("ppo", env_id, p, "fractions")["n_steps"] == 32
+    assert hp.load_config("ppo", env_id, p, "prices")["n_steps"] == 64  # no entry of its own
+    assert hp.load_config("ppo", env_id, p)["n_steps"] == 64
+    assert hp.load_config("ppo", "schedgym/Other-v0", p, "fractions")["n_steps"] == 16

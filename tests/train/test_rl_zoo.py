@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from schedgym.envs.deadline_welfare import ENV_ID as DW
+from schedgym.envs.gain_overhead import ENV_ID as GO
+
 from .conftest import small_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo, env_id", [("ppo", "schedgym/GainOverhead-v0"),
-                                          ("ppo", "schedgym/DeadlineWelfare-v0"),
-                                          ("sac", "schedgym/GainOverhead-v0")])
+@pytest.mark.parametrize("algo, env_id", [("ppo", GO),
+                                          ("ppo", DW),
+                                          ("sac", GO)])
 def test_rl_zoo3_trains_with_the_shipped_config(tmp_path, algo, env_id):
     pytest.importorskip("rl_zoo3")
     env_kwargs = [f"{k}:{v}" for k, v in small_overrides(env_id).items()]
