@@ -144,7 +144,8 @@ def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, b
 
 @numba.njit(cache=True)
 def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, ok: np.ndarray,
-                    reach: np.ndarray, n_s: int):  # pragma: no cover - compiled
+                    reach: np.ndarray,
+                    n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """Compiled core of :func:`budgeted_knapsack` (inputs already checked: int64 ``A``, ``c``,
     ``b``; ``ok`` excludes items that do not fit alone). Algorithm 2 on ``W[c', s]``
     (``W_E = 0`` at ``s = 0``, ``-inf`` elsewhere):
