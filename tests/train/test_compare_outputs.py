@@ -262,3 +262,19 @@ def test_model_trained_in_a_mode_is_played_in_it_next_to_classical(tmp_path):
     kw = {r["key"][1]: r["env_kwargs"] for r in recs}
     assert kw[spec] == {"action_mode": "fractions"} and kw["drf"] == {}
     assert {r["key"][3] for r in recs} == {100, 101}
+
+
+def test_tensorboard_never_deletes_an_existing_event_file(tmp_path):
+    """Issue 13: compare --tensorboard used to delete the event files of the agent's folder
+    (e.g. written by train --beside); it now writes beside them."""
+    env_id = "schedgym/GainOverhead-v0"
+    old = tmp_path / "runs" / "GainOverhead-v0" / "drf"
+    old.mkdir(parents=True)
+    keep = old / "events.out.tfevents.123.host.1"
+    keep.write_bytes(b"not ours")
+    assert cli(["compare", env_id, "--agents", "drf", "--seeds", "0", *_sets(env_id),
+                "--out", str(tmp_path / "cmp"), "--workers", "1", "--quiet", "--no-plots",
+                "--no-benchmarks", "--tensorboard", str(tmp_path / "runs")]) == 0
+    assert keep.read_bytes() == b"not ours"
+    new = tmp_path / "runs" / "GainOverhead-v0" / "drf-2"
+    assert list(new.glob("events.out.tfevents.*"))
