@@ -118,3 +118,36 @@ def test_run_name_is_file_system_safe():
         "ppo-runs-GainOverhead-v0-ppo_s0-model"
     assert run_name("ogasched[timing=lookahead,eta0=5]") == "ogasched-timing=lookahead-eta0=5"
     assert run_name("///") == "agent"
+
+
+def test_log_classical_never_deletes_an_earlier_run(tmp_path):
+    from schedgym.train.tensorboard import fresh_run_folder, has_events
+
+    spec = {"reward": "sum"}
+    eps = [[{"reward": 1.0}] * 3]
+    first = log_classical(tmp_path / "ogasched", spec, eps, log_every=3)
+    files = sorted(first.glob("events.out.tfevents.*"))
+    second = log_classical(tmp_path / "ogasched", spec, eps, log_every=3)
+    assert first == tmp_path / "ogasched" and second == tmp_path / "ogasched-2"
+    assert sorted(first.glob("events.out.tfevents.*")) == files and has_events(second)
+    assert fresh_run_folder(tmp_path / "ogasched") == tmp_path / "ogasched-3"
+
+
+def test_compare_tensorboard_keeps_what_train_beside_wrote(tmp_path, capsys):
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train.cli import main
+
+    ov = small_overrides(GO)
+    res = train("a2c", GO, timesteps=16, overrides=ov, out=tmp_path / "runs",
+                hyperparams={"n_steps": 8, "n_envs": 2}, eval_freq=0, checkpoint_freq=0,
+                beside=["random"], beside_seeds=[100])
+    beside = res.beside_dirs[0]
+    kept = sorted(beside.glob("events.out.tfevents.*"))
+    assert kept
+    sets = sum((["--set", f"{k}={v}"] for k, v in ov.items()), [])
+    rc = main(["compare", GO, "--agents", "random", "--seeds", "0", *sets, "--quiet",
+               "--no-benchmarks", "--workers", "1", "--out", str(tmp_path / "cmp"),
+               "--tensorboard", str(tmp_path / "runs")])
+    assert rc == 0, capsys.readouterr().err
+    assert sorted(beside.glob("events.out.tfevents.*")) == kept
+    assert any((beside.parent / "random-2").glob("events.out.tfevents.*"))
