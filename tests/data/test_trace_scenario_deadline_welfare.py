@@ -8,12 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import schedgym  # noqa: F401  (registers the env ids)
 import schedgym.envs.deadline_welfare.trace as dw_trace  # registers the scenario
 from schedgym.data import load_sample
 from schedgym.data.trace_mapping import class_allowed_nodes, task_classes
+from schedgym.envs.deadline_welfare import ENV_ID as ID
 
-ID = "schedgym/DeadlineWelfare-v0"
 SC = "alibaba-gpu-2023"
 
 
@@ -89,5 +88,20 @@ def test_env_checkers_pass():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_env(gym.make(ID, scenario=SC).unwrapped, skip_render_check=True)
+        env = gym.make(ID, scenario=SC)
+        check_env(env.unwrapped, skip_render_check=True)
         sb3_check(gym.make(ID, scenario=SC), warn=True)
+    obs, _ = env.reset(seed=4)
+    assert env.observation_space.contains(obs)
+
+
+def test_sampler_pickles_and_capacity_bounds_hold_for_every_node_sample():
+    import pickle
+
+    env = _make()
+    sampler = pickle.loads(pickle.dumps(env._sample_jobs))
+    np.testing.assert_array_equal(sampler(9).arrival, env._sample_jobs(9).arrival)
+    for seed in range(6):
+        inst = _make(instance_seed=seed).instance
+        lo, hi = inst.capacity_bounds
+        assert lo <= inst.capacity.min() and inst.capacity.max() <= hi

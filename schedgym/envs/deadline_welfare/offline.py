@@ -1,4 +1,5 @@
-"""Offline optimum of DeadlineWelfare-v0: P1 over the whole episode (spec onsocmax §1.5, §4.4).
+"""Offline optimum of DeadlineWelfare-v0: P1 over the whole episode (paper
+§III-B, problem P1; docs/spec/onsocmax.md §1.5, §4.4).
 
 P1 is a concave maximisation over a polytope, with one variable per (job, unit of its window)::
 

@@ -1,7 +1,9 @@
-"""OnSocMax's pricing function (spec onsocmax §3.2, paper Theorem 2 with its typos fixed).
+"""OnSocMax's pricing function (paper Theorem 2 with its typos fixed;
+docs/spec/onsocmax.md §3.2).
 
 Notation: ``iota`` (ι) and ``v`` are the lower and upper bounds of the marginal social welfare
-(spec §1.8); ``alpha`` (α̂ >= 2) is the competitive ratio, the root of
+(paper Theorem 2, docs/spec/onsocmax.md §1.8); ``alpha`` (α̂ >= 2) is the competitive ratio,
+the root of
 
     (α̂ - 1) = 1/(α̂ - 1) + ln((α̂ v/ι - 1) / (α̂ - 1))                      (40, corrected)
 
@@ -10,7 +12,8 @@ For a unit of capacity ``C`` the marginal price at usage ``u`` (workload units) 
     φ(u) = max(ι, ι/α̂ + κ exp(α̂ u / C))        0 <= u <= C          (+inf above C)
     κ    = ι (1 - 1/α̂) exp(-α̂/(α̂ - 1)),   threshold w = C/(α̂ - 1),   φ(w) = ι,  φ(C) = v
 
-and ``Ψ(u) = ∫_0^u φ`` has the closed form of spec §3.2. Everything is vectorised over units.
+and ``Ψ(u) = ∫_0^u φ`` has the closed form of docs/spec/onsocmax.md §3.2. Everything is
+vectorised over units.
 The environment uses :func:`alpha_hat` to report the ratio; the OnSocMax agent uses all of it.
 """
 

@@ -1,5 +1,5 @@
-"""Offline optimum of P1 (spec onsocmax §4.4): against cvxpy, above every online agent, and the
-empirical ratio OPT / OnSocMax below the theoretical α̂."""
+"""Offline optimum of P1 (docs/spec/onsocmax.md §4.4): against cvxpy, above every online agent,
+and the empirical ratio OPT / OnSocMax below the theoretical α̂."""
 
 from __future__ import annotations
 
@@ -79,8 +79,9 @@ def test_registry_entry_and_cache():
 
 @pytest.mark.parametrize("p", [2.0, 3.0, 10.0])
 def test_one_way_trading_stress_ratio_below_alpha_hat(p):
-    """Spec §4.4(b): one unit (C = 20, β = 0), small linear jobs whose values rise geometrically
-    from ι = 1 to p, then one block of volume C at value p. OPT / OnSocMax must stay <= α̂."""
+    """docs/spec/onsocmax.md §4.4(b): one unit (C = 20, β = 0), small linear jobs whose values
+    rise geometrically from ι = 1 to p, then one block of volume C at value p. OPT / OnSocMax
+    must stay <= α̂."""
     from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
     from schedgym.envs.deadline_welfare.pricing import alpha_hat
     from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
