@@ -45,10 +45,13 @@ class BoundsScaledExtractor(BaseFeaturesExtractor):
             lows.append(lo)
             spans.append(span)
         super().__init__(observation_space, int(sum(len(x) for x in lows)))
+        self.low: th.Tensor
+        self.span: th.Tensor
         self.register_buffer("low", th.as_tensor(np.concatenate(lows)))
         self.register_buffer("span", th.as_tensor(np.concatenate(spans)))
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        """``(batch, features)`` float tensor: every entry rescaled by its bounds."""
         x = th.cat([th.flatten(observations[k], start_dim=1).float() for k in self.keys], dim=1)
         return (x - self.low) / self.span
 
@@ -58,7 +61,8 @@ class BoundsScaledPolicy(MultiInputActorCriticPolicy):
 
     def __init__(self, *args: Any, features_extractor_class: type = BoundsScaledExtractor,
                  **kwargs: Any) -> None:
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+        kwargs["features_extractor_class"] = features_extractor_class
+        super().__init__(*args, **kwargs)
 
 
 class BoundsScaledSACPolicy(SACMultiInputPolicy):
@@ -66,7 +70,8 @@ class BoundsScaledSACPolicy(SACMultiInputPolicy):
 
     def __init__(self, *args: Any, features_extractor_class: type = BoundsScaledExtractor,
                  **kwargs: Any) -> None:
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+        kwargs["features_extractor_class"] = features_extractor_class
+        super().__init__(*args, **kwargs)
 
 
 class BoundsScaledTD3Policy(TD3MultiInputPolicy):
@@ -74,4 +79,5 @@ class BoundsScaledTD3Policy(TD3MultiInputPolicy):
 
     def __init__(self, *args: Any, features_extractor_class: type = BoundsScaledExtractor,
                  **kwargs: Any) -> None:
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+        kwargs["features_extractor_class"] = features_extractor_class
+        super().__init__(*args, **kwargs)
