@@ -38,6 +38,7 @@ from schedgym.envs.deadline_welfare.dynamics import (
     SQRT,
     ObservedJob,
     f_prime,
+    f_prime_inverse,
     f_second,
     observed_job,
     utility,
@@ -90,14 +91,6 @@ def _setup_kernel(code: int, a: np.ndarray, b: np.ndarray, omega: np.ndarray, C:
         else:
             P[_MFLAT, r] = P[_M0, r]
     return P
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _flat_x(code: int, a: float, d: float) -> float:
-    """Solution of f'(x) = d (d > 0), log and sqrt: the interior x in the flat price region."""
-    if code == 1:
-        return a / d - 1.0
-    return (a / (2.0 * d)) ** 2
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -159,7 +152,7 @@ def _x_unit(code: int, P: np.ndarray, r: int, mu: float, strict: bool, iota: flo
         x = _exp_solve(code, P, r, mu, base, guess)
         dm = f_second(code, a, x) - lam * P[_K, r] * math.exp(lam * x)
     else:
-        x = min(max(_flat_x(code, a, max(mu - P[_B, r] + iota, 1e-300)), 0.0), P[_E0, r])
+        x = min(max(f_prime_inverse(code, a, max(mu - P[_B, r] + iota, 1e-300)), 0.0), P[_E0, r])
         dm = f_second(code, a, x)
     dx = 1.0 / dm
     return x, dx if math.isfinite(dx) else 0.0
@@ -287,7 +280,7 @@ def _flat_multiplier(code: int, P: np.ndarray, rho: float, iota: float) -> float
         for r in range(m):
             cap = P[_CAP, r]
             if cap > 0:
-                xf = _flat_x(code, P[_A, r], max(mu + iota - P[_B, r], 1e-300))
+                xf = f_prime_inverse(code, P[_A, r], max(mu + iota - P[_B, r], 1e-300))
                 s += min(max(xf, 0.0), cap)
                 if 0.0 < xf < cap:
                     deriv += 1.0 / f_second(code, P[_A, r], xf)

@@ -70,6 +70,17 @@ def f_second(code: int, a: float, x: float) -> float:
 
 
 @numba.njit(cache=True, error_model="numpy")
+def f_prime_inverse(code: int, a: float, d: float) -> float:
+    """The x where ``f'(x) = d`` (d > 0), unclipped: ``a / d - 1`` (log), ``(a / (2 d))^2``
+    (sqrt); linear: ``+inf`` if ``a > d`` else 0 (f' is constant)."""
+    if code == 1:
+        return a / d - 1.0
+    if code == 2:
+        return (a / (2.0 * d)) ** 2
+    return math.inf if a > d else 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _map_f(code: int, deriv: int, a: np.ndarray, x: np.ndarray) -> np.ndarray:
     out = np.empty(x.size)
     for i in range(x.size):
