@@ -12,9 +12,9 @@ breakpoints whose ``g`` values straddle ``c`` and solve the linear equation betw
 that exceeds its capacity only slightly (the common case after float32 action rounding) is solved
 on g's first linear piece in closed form; small groups (``n <= SMALL_GROUP``) evaluate ``g`` at
 every breakpoint (``O(n^2)``, no sort); larger ones sort the slope events and integrate
-(``O(n log n)``). One compiled kernel per group (:func:`project_group`) serves every caller: the
-batched wrappers here, the env step and OgaSched's update (:mod:`schedgym.envs.gain_overhead
-.dynamics`).
+(``O(n log n)``). One compiled kernel per group (:func:`project_group`; :func:`project_over`
+when the caller already knows the group is over capacity) serves every caller: the batched
+wrappers here, the env step and OgaSched's update (:mod:`schedgym.envs.gain_overhead.dynamics`).
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -120,18 +120,10 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
 
 
 @numba.njit(cache=True, inline="always")
-def project_group(z: np.ndarray, a: np.ndarray, n: int, c: float, v: np.ndarray) -> None:
-    """Exact projection of ``z[:n]`` onto ``{0 <= v <= a[:n], sum v <= c}``, written to ``v[:n]``.
-
-    The one implementation of the exact projection; every wrapper calls it per group. Units are
-    the caller's (resource units in GainOverhead). ``v`` may alias neither ``z`` nor ``a``.
-    """
-    s0 = 0.0
-    for i in range(n):
-        v[i] = min(max(z[i], 0.0), a[i])
-        s0 += v[i]
-    if s0 <= c:
-        return
+def project_over(z: np.ndarray, a: np.ndarray, n: int, c: float, s0: float, v: np.ndarray
+                 ) -> None:
+    """:func:`project_group` for a group known to exceed its capacity: ``s0 = sum_i clip(z_i, 0,
+    a_i) > c``, summed in entry order (callers that already have it skip that pass)."""
     theta = _theta_first_segment(z, a, n, c, s0)
     if theta < 0.0:
         theta = (_theta_small(z, a, n, c, s0) if n <= SMALL_GROUP
@@ -144,6 +136,21 @@ def project_group(z: np.ndarray, a: np.ndarray, n: int, c: float, v: np.ndarray)
         f = c / tot * _SHRINK if tot > 0.0 else 1.0
         for i in range(n):
             v[i] *= f
+
+
+@numba.njit(cache=True, inline="always")
+def project_group(z: np.ndarray, a: np.ndarray, n: int, c: float, v: np.ndarray) -> None:
+    """Exact projection of ``z[:n]`` onto ``{0 <= v <= a[:n], sum v <= c}``, written to ``v[:n]``.
+
+    The one implementation of the exact projection; every wrapper calls it per group. Units are
+    the caller's (resource units in GainOverhead). ``v`` may alias neither ``z`` nor ``a``.
+    """
+    s0 = 0.0
+    for i in range(n):
+        v[i] = min(max(z[i], 0.0), a[i])
+        s0 += v[i]
+    if s0 > c:
+        project_over(z, a, n, c, s0, v)
 
 
 @numba.njit(cache=True)

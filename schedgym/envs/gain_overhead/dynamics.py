@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from schedgym.core.projection import project_group, project_paper
+from schedgym.core.projection import project_over, project_paper
 from schedgym.core.utilities import derivative_one, value_one
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
@@ -162,7 +162,7 @@ def _project_slots(z: np.ndarray, slots: np.ndarray, caps: np.ndarray, cap: np.n
                 zb[n] = z[slots[r, n], k]
                 ab[n] = caps[slots[r, n], k]
                 n += 1
-            project_group(zb, ab, n, cap[r, k], vb)
+            project_over(zb, ab, n, cap[r, k], load[r, k], vb)
             tot = 0.0
             for d in range(n):
                 y[slots[r, d], k] = vb[d]
