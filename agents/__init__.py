@@ -25,5 +25,6 @@ register("onsocmax", "schedgym.agents.onsocmax:OnSocMax", _DW)
 register("max-first", "schedgym.agents.baselines.deadline_welfare:MaxFirst", _DW)
 register("equal-share", "schedgym.agents.baselines.deadline_welfare:EqualShare", _DW)
 register("jsq", "schedgym.agents.baselines.deadline_welfare:JSQ", _DW)
+register("myopic-welfare", "schedgym.agents.myopic_welfare:MyopicWelfare", _DW)
 
 __all__ = ["Agent", "is_benchmark", "make", "names", "register"]
