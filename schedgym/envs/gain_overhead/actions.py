@@ -3,8 +3,8 @@
 Every mode maps the action (after clipping to the box) to a *target* allocation ``z`` ``(E, K)``
 in resource units with ``0 <= z <= a_l^k``; the env then applies the exact Euclidean projection
 onto the feasible set Y (OgaSched §3.3, constraints (5)-(6)), so every action of every mode is
-feasible. The decoders are deterministic and read only the instance (never the arrivals), so
-they mean the same thing under both arrival protocols.
+feasible. The decoders are deterministic and read only the instance and what the observation
+shows (see "Serving only arrived types" below).
 
 - ``allocation`` (default), ``|E| * K`` entries: ``z = (a + 1) / 2 * a_l^k`` per channel and
   resource (the raw action);
@@ -14,6 +14,13 @@ they mean the same thing under both arrival protocols.
   with the price ``p_lk = (a_lk + 1) / 2 * pmax_lk`` and ``pmax_lk = max_{r in R_l}
   f_r^k'(0)`` (at ``a = 1`` nothing is requested, at ``a = -1`` everything): each channel asks
   for what its own utility is worth at that price (closed form per family).
+
+Serving only arrived types: in the learnable modes under the revealed protocol, channels of the
+types that the observation shows without an arrival get ``z = 0`` (an allocation to a type with
+no job earns nothing, ``x_l = 0`` in the reward, and only takes capacity from the arrived
+types). The decoder thus reads only what the policy observes; under ``arrivals="hidden"``
+every type is served. The default ``allocation`` mode never gates (the raw action is played as
+given, which keeps v0's behaviour for the classical agents).
 
 Why ``prices``: for fixed multipliers ``nu_l`` of the penalty's max (``max_k beta_k Y_l^k =
 max_{nu in simplex} sum_k nu_k beta_k Y_l^k``), the per-slot problem separates per channel into
@@ -82,20 +89,26 @@ def price_ceiling(inst: GainOverheadInstance) -> np.ndarray:
 
 
 def decode(inst: GainOverheadInstance, mode: str, action: np.ndarray,
-           ceiling: np.ndarray | None = None) -> np.ndarray:
+           ceiling: np.ndarray | None = None, served: np.ndarray | None = None) -> np.ndarray:
     """Target allocation ``z`` ``(E, K)`` (resource units, ``0 <= z <= a_l^k``) of a clipped
     action in ``[-1, 1]`` (flat, length :func:`action_size`); project it onto Y to play it.
-    ``ceiling``: :func:`price_ceiling` (computed when omitted)."""
+    ``ceiling``: :func:`price_ceiling` (computed when omitted). ``served``: bool ``(L,)``, the
+    types that may receive anything (``None``: all); the env passes the observed arrivals in
+    the learnable modes under the revealed protocol (see the module docstring)."""
     half = 0.5 * (np.asarray(action, dtype=np.float64) + 1.0)
     caps = inst.edge_caps
     if mode == "allocation":
-        return half.reshape(caps.shape) * caps
-    frac = half.reshape(inst.n_types, inst.n_resources)[inst.edge_type]  # (E, K)
-    if mode == "fractions":
-        return frac * caps
-    if mode == "prices":
-        pmax = price_ceiling(inst) if ceiling is None else ceiling
-        price = frac * pmax[inst.edge_type]
-        return best_response(inst.edge_codes, inst.edge_alpha, 1.0, price, caps,
-                             inst.reciprocal_scale)
-    raise ValueError(f"action_mode={mode!r} is invalid: must be one of {ACTION_MODES}")
+        z = half.reshape(caps.shape) * caps
+    elif mode in ("fractions", "prices"):
+        frac = half.reshape(inst.n_types, inst.n_resources)[inst.edge_type]  # (E, K)
+        if mode == "fractions":
+            z = frac * caps
+        else:
+            pmax = price_ceiling(inst) if ceiling is None else ceiling
+            z = best_response(inst.edge_codes, inst.edge_alpha, 1.0, frac * pmax[inst.edge_type],
+                              caps, inst.reciprocal_scale)
+    else:
+        raise ValueError(f"action_mode={mode!r} is invalid: must be one of {ACTION_MODES}")
+    if served is not None:
+        z[~np.asarray(served, dtype=bool)[inst.edge_type]] = 0.0
+    return z

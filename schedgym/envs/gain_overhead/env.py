@@ -124,6 +124,9 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     - ``"prices"``, ``n = L * K``: one price per (type, resource); each channel asks for the
       best response of its own utility at that price.
 
+    In the two learnable modes under ``arrivals="revealed"``, types the observation shows
+    without an arrival receive nothing (their allocation would earn nothing).
+
     Entries outside ``[-1, 1]`` are clipped first (``info["action_clip"]``); NaN/inf or a
     wrong shape raise ``ValueError``. ``encode_action(allocation)`` and
     ``decode_action(action)`` convert between actions and allocations ``(|E|, K)`` in resource
@@ -281,7 +284,15 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         (before projection; entries outside [-1, 1] are clipped)."""
         a = validate_action(action, self._n_action)
         a, _ = clip_unit(a)
-        return actions.decode(self.instance, self.action_mode, a, self._ceiling)
+        return self._target(a)
+
+    def _target(self, a: np.ndarray) -> np.ndarray:
+        """Decoded target ``(E, K)`` of a clipped action; in the learnable modes under the
+        revealed protocol only the types observed as arrived are served (:mod:`.actions`)."""
+        served = None
+        if self.action_mode != "allocation" and self.arrivals_protocol == "revealed":
+            served = self.observed_arrivals() > 0
+        return actions.decode(self.instance, self.action_mode, a, self._ceiling, served)
 
     def encode_action(self, allocation: np.ndarray) -> np.ndarray:
         """Allocation ``(|E|, K)`` (or flat) in resource units -> float32 action in [-1, 1] of
@@ -351,7 +362,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         inst = self.instance
         a = validate_action(action, self._n_action)
         a, clip = clip_unit(a)
-        z = actions.decode(inst, self.action_mode, a, self._ceiling)
+        z = self._target(a)
         x = self._arrivals[self._t]
         out = dynamics.score_batch(inst, z[None], x[None])  # the vector env's kernel too
         y, util = out.y[0], out.utilization[0]

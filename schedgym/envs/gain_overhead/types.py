@@ -35,6 +35,12 @@ from schedgym.core.validation import (
 DENSITY_DEGREES: dict[float, tuple[int, ...]] = {2.0: (1, 2, 3), 2.5: (1, 2, 3, 4), 3.0: (2, 3, 4)}
 
 
+#: Accepted range of the scale parameters (``contention``, ``alpha_range``, ``beta_range``,
+#: ``reciprocal_scale``): within it every reward, gradient and theory bound stays finite
+#: (e.g. the reciprocal family's slope at 0 is ``1 / (s alpha)^2 <= 1e24``).
+MIN_SCALE, MAX_SCALE = 1e-6, 1e6
+
+
 @dataclass(frozen=True, eq=False)
 class GainOverheadInstance:
     """Every parameter of the GainOverhead dynamics and reward (read-only numpy arrays).
@@ -88,6 +94,7 @@ class GainOverheadInstance:
             object.__setattr__(self, "resource_names", resource_names(K))
         if len(self.resource_names) != K:
             raise ValueError(f"resource_names has {len(self.resource_names)} names: must have {K}")
+        _check_finite_scale(req, cap, alpha, beta, util, float(self.reciprocal_scale))
         for name, arr in (("edges", edges), ("requests", req), ("capacities", cap),
                           ("alpha", alpha), ("beta", beta), ("utility", util.astype(str))):
             object.__setattr__(self, name, _readonly(arr))
@@ -240,6 +247,24 @@ class GainOverheadInstance:
         return self.diameter_bound() * self.gradient_bound() * float(np.sqrt(horizon))
 
 
+def _check_finite_scale(req: np.ndarray, cap: np.ndarray, alpha: np.ndarray, beta: np.ndarray,
+                        util: np.ndarray, scale: float) -> None:
+    """Raise unless the largest possible gain, penalty and slope of the instance are finite
+    (an instance outside the generator's ranges could otherwise give inf/NaN rewards)."""
+    codes = family_codes(util)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        slope = slope_at_zero(codes, alpha, scale)  # (R, K), the largest slope
+        gain = float(np.sum(slope * np.minimum(cap, req.max(axis=0)) * req.shape[0]))
+        penalty = float(np.max(beta * req.sum(axis=0)) * cap.shape[0] * req.shape[0])
+    if not (np.isfinite(gain) and np.isfinite(penalty) and np.all(np.isfinite(slope))):
+        raise ValueError(
+            "the instance's scale is out of range: its largest possible gain, penalty or slope "
+            f"overflows (gain bound {gain!r}, penalty bound {penalty!r}); the generator's ranges "
+            f"([{MIN_SCALE}, {MAX_SCALE}] for alpha, beta, contention and reciprocal_scale) "
+            "always give finite rewards"
+        )
+
+
 def _check_utility(util: Any, n_instances: int, n_resources: int) -> Any:
     """A family name, ``"mixed"``, or an ``(R, K)`` array of family names."""
     if isinstance(util, str):
@@ -318,14 +343,13 @@ class GainOverheadParams:
                                    max_value=len(RESOURCE_NAMES)))
         s("horizon", check_int("horizon", self.horizon, min_value=1))
         s("arrival_prob", check_float("arrival_prob", self.arrival_prob, low=0.0, high=1.0))
-        s("contention", check_float("contention", self.contention, low=0.0, low_open=True))
-        alpha = check_range("alpha_range", self.alpha_range, low=0.0)
-        if alpha[0] <= 0:
-            raise ValueError(f"alpha_range={self.alpha_range!r} is invalid: must have lo > 0")
-        s("alpha_range", alpha)
-        s("beta_range", check_range("beta_range", self.beta_range, low=0.0))
-        s("reciprocal_scale", check_float("reciprocal_scale", self.reciprocal_scale, low=0.0,
-                                          low_open=True))
+        s("contention", check_float("contention", self.contention, low=0.0, low_open=True,
+                                    high=MAX_SCALE))
+        s("alpha_range", check_range("alpha_range", self.alpha_range, low=MIN_SCALE,
+                                     high=MAX_SCALE))
+        s("beta_range", check_range("beta_range", self.beta_range, low=0.0, high=MAX_SCALE))
+        s("reciprocal_scale", check_float("reciprocal_scale", self.reciprocal_scale,
+                                          low=MIN_SCALE, high=MAX_SCALE))
         s("utility", _check_utility(self.utility, self.n_instances, self.n_resources))
         density, choices = _check_degrees(self.density, self.degree_choices)
         s("density", density)

@@ -1,0 +1,96 @@
+"""myopic-opt: the exact per-slot optimum of GainOverhead-v0 (issue 10)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.evaluation import evaluate_policy
+
+from schedgym import agents
+from schedgym.agents.myopic_opt import MyopicOpt
+from schedgym.core.utilities import FAMILIES
+from schedgym.envs.gain_overhead import ENV_ID, dynamics
+from tests.envs.gain_overhead.test_offline import cvxpy_hindsight
+
+SMALL = {"n_types": 4, "n_instances": 6, "n_resources": 3, "horizon": 12}
+OTHERS = ("ogasched", "drf", "fairness", "binpacking", "spreading", "random")
+
+
+@pytest.mark.parametrize("family", [*FAMILIES, "mixed"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_per_slot_optimum_equals_cvxpy(family, seed):
+    env = gym.make(ENV_ID, **SMALL, utility=family, instance_seed=seed,
+                   contention=1.0 + 4.0 * seed)
+    agent = MyopicOpt(env)
+    env.unwrapped.reset(seed=seed)
+    for x in env.unwrapped.arrivals[:3]:
+        y, value = agent.optimum(x)
+        ref = cvxpy_hindsight(env.unwrapped.instance, x)
+        assert dynamics.is_feasible(env.unwrapped.instance, y)
+        assert value == pytest.approx(ref, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("utility", ["linear", "mixed"])
+def test_per_slot_reward_is_at_least_every_other_agents(utility):
+    rewards = {}
+    for name in ("myopic-opt", *OTHERS):
+        env = gym.make(ENV_ID, **SMALL, utility=utility)
+        agent = agents.make(name, env)
+        obs, _ = env.reset(seed=4)
+        rs = []
+        for _ in range(SMALL["horizon"]):
+            action, _ = agent.predict(obs, deterministic=True)
+            obs, r, *_ = env.step(action)
+            rs.append(r)
+        rewards[name] = np.array(rs)
+    best = rewards.pop("myopic-opt")
+    for name, rs in rewards.items():
+        slack = 1e-6 * np.maximum(np.abs(best), 1.0)  # float32 action encoding
+        assert np.all(best >= rs - slack), name
+
+
+def test_feasible_every_step_through_evaluate_policy():
+    env = gym.make(ENV_ID, **SMALL, utility="mixed")
+    agent = agents.make("myopic-opt", env)
+    seen = []
+
+    def check(locals_, globals_):
+        seen.append(dynamics.is_feasible(env.unwrapped.instance, locals_["info"]["allocation"]))
+
+    evaluate_policy(agent, env, n_eval_episodes=1, callback=check, warn=False)
+    assert len(seen) == SMALL["horizon"] and all(seen)
+
+
+def test_cache_serves_repeated_patterns_with_the_same_allocation():
+    env = gym.make(ENV_ID, **SMALL)
+    agent = MyopicOpt(env)
+    x = np.array([1.0, 0.0, 1.0, 1.0])
+    y1 = agent.allocation(x)
+    y2 = agent.allocation(x.copy())
+    assert y1 is y2 and agent.n_solves == 1 and agent.n_calls == 2
+    assert np.all(y1[env.unwrapped.instance.edge_type == 1] == 0)  # no job, nothing given
+
+
+def test_hidden_protocol_plays_the_optimum_of_the_observed_previous_slot():
+    env = gym.make(ENV_ID, **SMALL, arrivals="hidden")
+    agent = MyopicOpt(env)
+    obs, _ = env.reset(seed=1)
+    obs, *_ = env.step(agent.predict(obs)[0])
+    action, _ = agent.predict(obs)
+    expected = env.unwrapped.encode_action(agent.optimum(env.unwrapped.arrivals[0])[0])
+    np.testing.assert_array_equal(action, expected)
+
+
+def test_registered_as_a_ceiling_not_a_clairvoyant_benchmark():
+    from schedgym.train.report import CEILING_AGENTS
+
+    assert "myopic-opt" in agents.names() and not agents.is_benchmark("myopic-opt")
+    assert "myopic-opt" in CEILING_AGENTS
+
+
+def test_refuses_a_learnable_mode_and_bad_options():
+    with pytest.raises(ValueError, match="action_mode='prices' is invalid"):
+        MyopicOpt(gym.make(ENV_ID, **SMALL, action_mode="prices"))
+    with pytest.raises(ValueError, match="rtol"):
+        MyopicOpt(gym.make(ENV_ID, **SMALL), rtol=0.5)
