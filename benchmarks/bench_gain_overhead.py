@@ -1,125 +1,234 @@
-"""Performance figures of GainOverhead-v0 and its agents.
+"""Performance figures of GainOverhead-v0 and its agents, each a ratio measured in this run.
 
-Prints, measured in one run on this machine:
-1. steps/s of ``schedgym/GainOverhead-v0`` (paper-default size) next to
-   ``CartPole-v1`` (both through ``gym.make``, so with the same default wrappers), for random
-   actions (every (instance, resource) group needs projecting) and for Fairness's feasible
-   actions (the common case for a trained or classical agent); plus 8 copies batched by the
-   native ``vector_entry_point`` and by ``SyncVectorEnv`` (env steps/s summed over copies);
-2. every agent's mean decision time per slot (``predict``), OgaSched's included;
-3. wall time of a full T=8000 ``paper-headline`` run of all five agents (one seed, in parallel
-   worker processes as ``schedgym compare`` runs them).
+Prints, on this machine and in one process (``schedgym bench gain_overhead`` runs it):
 
-Rates are given in wall-clock and in CPU time of this process (``time.process_time``); the ratio
-to CartPole uses CPU time for both, which stays meaningful when other work shares the machine.
+1. first-call compile time of the numba kernels (a fresh process with an empty
+   ``NUMBA_CACHE_DIR`` against a second one that loads the cache);
+2. steps/s of ``schedgym/GainOverhead-v0`` (paper-default) next to ``CartPole-v1`` (both through
+   ``gym.make``), random actions (every (instance, resource) group needs the full projection) and
+   Fairness's feasible actions; the native batch of 64 (``gym.make_vec(...,
+   vectorization_mode="vector_entry_point")``) and ``SyncVectorEnv`` per env-step;
+3. every agent's decision time, and OgaSched decision + env step per slot against the authors'
+   OGASched per slot at 10 x 128 x 6 (``--authors PATH``: a checkout of
+   github.com/anonymity-for-review/OGASched, run from a patched copy in a temporary folder);
+4. wall time of a T=8000 ``paper-headline`` run of the five agents in this process;
+5. with ``--large-scale``: the same for ``large-scale`` (100 x 1024 x 6, T=10,000).
 
-Usage: ``python benchmarks/bench_gain_overhead.py [--steps N] [--skip-headline]``
+Rates are in wall-clock and in CPU time of this process (``time.process_time``); ratios use CPU
+time on both sides, which stays meaningful when other work shares the machine.
+
+Usage: ``python benchmarks/bench_gain_overhead.py [--steps N] [--authors PATH]
+[--skip-headline] [--large-scale]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import schedgym  # noqa: F401
 from schedgym import agents
+from schedgym.envs.gain_overhead import ENV_ID, GainOverheadInstance
 
-ENV_ID = "schedgym/GainOverhead-v0"
 AGENTS = ["ogasched", "drf", "fairness", "binpacking", "spreading"]
+#: What the compile-time probe runs: every kernel of the env, the vector env and the agents.
+_PROBE = """
+import time; t0 = time.perf_counter()
+import numpy as np, gymnasium as gym, schedgym
+from schedgym import agents
+env = gym.make("schedgym/GainOverhead-v0", horizon=3, utility="mixed")
+for name in ("ogasched", "drf", "fairness", "binpacking", "spreading"):
+    ag = agents.make(name, env); obs, _ = env.reset(seed=0)
+    for _ in range(2):
+        obs, *_ = env.step(ag.predict(obs)[0])
+v = gym.make_vec("schedgym/GainOverhead-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                 horizon=3)
+v.reset(seed=0); v.step(np.zeros(v.action_space.shape))
+print(time.perf_counter() - t0)
+"""
 
 
-def steps_per_second(env: gym.Env, actions: list, n: int, per_call: int = 1
-                     ) -> tuple[float, float]:
-    """(wall-clock, CPU-time) env steps per second; CPU time is robust to other load."""
-    env.reset(seed=0)
-    k = len(actions)
+def compile_time() -> tuple[float, float]:
+    """(seconds with an empty numba cache, seconds with it warm), each a fresh process."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        runs = [float(subprocess.run([sys.executable, "-c", _PROBE], env=env, check=True,
+                                     capture_output=True, text=True).stdout.split()[-1])
+                for _ in range(2)]
+    return runs[0], runs[1]
+
+
+def rate(step: Callable[[int], Any], n: int, per_call: int = 1) -> tuple[float, float]:
+    """(wall-clock, CPU-time) items per second of ``step(i)`` over ``i < n``."""
     t0, c0 = time.perf_counter(), time.process_time()
-    if per_call == 1:  # single env: plain bools (np.any would add a few us to every step)
-        for i in range(n):
-            _, _, term, trunc, _ = env.step(actions[i % k])
-            if term or trunc:
-                env.reset()
-    else:  # vector env: autoreset handles episode ends
-        for i in range(n):
-            env.step(actions[i % k])
+    for i in range(n):
+        step(i)
     return (n * per_call / (time.perf_counter() - t0),
-            n * per_call / (time.process_time() - c0))
+            n * per_call / max(time.process_time() - c0, 1e-9))
 
 
-def decision_time(name: str, n: int) -> float:
-    env = gym.make(ENV_ID)
+def env_rate(env: gym.Env, actions: list, n: int) -> tuple[float, float]:
+    env.reset(seed=0)
+
+    def step(i: int) -> None:
+        _, _, term, trunc, _ = env.step(actions[i % len(actions)])
+        if term or trunc:
+            env.reset()
+
+    return rate(step, n)
+
+
+def vec_rate(venv: gym.vector.VectorEnv, actions: list, n: int) -> tuple[float, float]:
+    venv.reset(seed=0)
+    return rate(lambda i: venv.step(actions[i % len(actions)]), n, venv.num_envs)
+
+
+def fairness_actions(env: gym.Env, n: int) -> list[np.ndarray]:
+    fair = agents.make("fairness", env)
+    obs, _ = env.reset(seed=0)
+    out = []
+    for _ in range(n):
+        a, _ = fair.predict(obs)
+        out.append(a)
+        obs, *_ = env.step(a)
+    return out
+
+
+def agent_rate(name: str, n: int, **env_kw: Any) -> tuple[float, float]:
+    """(decision ms, decision + env step ms) per slot, CPU time."""
+    env = gym.make(ENV_ID, **env_kw)
     agent = agents.make(name, env)
     obs, _ = env.reset(seed=0)
-    total, start = 0.0, True
-    for _ in range(n):
-        t0 = time.perf_counter()
-        a, _ = agent.predict(obs, episode_start=np.array([start]))
-        total += time.perf_counter() - t0
-        start = False
-        obs, *_ = env.step(a)
-    return total / n
+    agent.predict(obs, episode_start=np.array([True]))  # warm the kernels
+    decide = 0.0
+    c0 = time.process_time()
+    for i in range(n):
+        d0 = time.process_time()
+        a, _ = agent.predict(obs, episode_start=np.array([i == 0]))
+        decide += time.process_time() - d0
+        obs, _, _, trunc, _ = env.step(a)
+        if trunc:
+            obs, _ = env.reset()
+    return 1e3 * decide / n, 1e3 * (time.process_time() - c0) / n
+
+
+def authors_per_slot(path: str, slots: int) -> float:
+    """CPU seconds per slot of the authors' ``OGASched.run()`` at L=10, R=128, K=6 (their
+    defaults otherwise), from a copy whose global ``Parameter()`` is patched to that size."""
+    tmp = tempfile.mkdtemp()
+    try:
+        shutil.copytree(os.path.join(path, "ogasched"), os.path.join(tmp, "ogasched"))
+        par = os.path.join(tmp, "ogasched", "parameter.py")
+        src = open(par).read()
+        src, n = re.subn(r"^param = Parameter\(\)$", f"param = Parameter(time_slot_num={slots}, "
+                         "job_type_num=10, node_num=128)", src, flags=re.M)
+        if n != 1:
+            raise RuntimeError(f"{par}: the 'param = Parameter()' line was not found")
+        open(par, "w").write(src)
+        code = ("import logging, time, random, numpy as np\n"
+                "from ogasched.env import Env\nfrom ogasched.oga.oga import OGASched\n"
+                "from ogasched.parameter import K, R, T\n"
+                "logging.getLogger().setLevel(logging.WARNING)\n"
+                "np.random.seed(0); random.seed(0)\n"
+                "o = OGASched(Env(simplified=True, right_d_regular=True, "
+                "utilities=[['linear'] * K] * R))\n"
+                "c0 = time.process_time(); o.run(); print((time.process_time() - c0) / T)\n")
+        out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], cwd=tmp, check=True,
+                             capture_output=True, text=True)
+        return float(out.stdout.split()[-1])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def scenario_run(scenario: str) -> None:
+    """Five agents, one seed, one process (``schedgym compare`` without workers)."""
+    from schedgym.train.compare import run_compare
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    results, _ = run_compare(ENV_ID, AGENTS, [0], scenario=scenario, workers=1,
+                             benchmarks=False, show_progress=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"\n{scenario}, five agents, one seed, one process: {wall:.1f} s wall, {cpu:.1f} s "
+          f"CPU (load average {os.getloadavg()[0]:.1f})")
+    for r in results:
+        print(f"  {r.agent:12s} episode {r.wall_time:7.1f} s, {r.steps} slots, avg reward "
+              f"{r.metrics['avg_reward']:.1f}")
+
+
+def throughput(steps: int) -> None:
+    cart = gym.make("CartPole-v1")
+    cart_cpu = env_rate(cart, [0, 1] * 50, 10 * steps)[1]
+    env = gym.make(ENV_ID)
+    inst: GainOverheadInstance = env.unwrapped.instance  # type: ignore[attr-defined]
+    rng = np.random.default_rng(0)
+    rand = [rng.uniform(-1, 1, env.action_space.shape).astype(np.float32) for _ in range(64)]
+    fair = fairness_actions(env, 64)
+    print(f"\nGainOverhead-v0 paper-default: L={inst.n_types}, R={inst.n_instances}, "
+          f"K={inst.n_resources}, |E|={inst.n_edges}, action dim {inst.n_edges * inst.n_resources}")
+    print(f"{'env (steps/s; batched: env-steps/s)':46s} {'wall':>9s} {'CPU-time':>9s} "
+          f"{'x CartPole (CPU)':>17s}")
+
+    def row(label: str, rates: tuple[float, float]) -> None:
+        print(f"{label:46s} {rates[0]:9.0f} {rates[1]:9.0f} {rates[1] / cart_cpu:17.3f}")
+
+    row("CartPole-v1", (cart_cpu, cart_cpu))
+    row("GainOverhead-v0, random actions", env_rate(env, rand, steps))
+    row("GainOverhead-v0, Fairness actions", env_rate(env, fair, steps))
+    for n_vec, modes in ((64, ("vector_entry_point", "sync")),):
+        for mode in modes:
+            venv = gym.make_vec(ENV_ID, num_envs=n_vec, vectorization_mode=mode)
+            for label, pool in (("random", rand), ("Fairness", fair)):
+                acts = [np.stack([pool[(i + j) % 64] for j in range(n_vec)]) for i in range(8)]
+                row(f"  x{n_vec} {mode}, {label} actions",
+                    vec_rate(venv, acts, max(steps // n_vec, 20)))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=3000, help="steps per env-throughput figure")
+    ap.add_argument("--authors", default=os.environ.get("SCHEDGYM_OGASCHED_AUTHORS"),
+                    help="checkout of github.com/anonymity-for-review/OGASched (read only; "
+                    "default: $SCHEDGYM_OGASCHED_AUTHORS)")
+    ap.add_argument("--authors-slots", type=int, default=6, help="T of the authors' run")
     ap.add_argument("--skip-headline", action="store_true", help="skip the T=8000 run")
+    ap.add_argument("--skip-compile", action="store_true", help="skip the compile-time probe")
+    ap.add_argument("--large-scale", action="store_true", help="also run large-scale")
     args = ap.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
-          f"gymnasium {gym.__version__}, {platform.processor() or platform.machine()}")
-
-    cart = gym.make("CartPole-v1")
-    cart_wall, cart_cpu = steps_per_second(cart, [0, 1] * 50, 10 * args.steps)
-    env = gym.make(ENV_ID)
-    inst = env.unwrapped.instance
-    rng = np.random.default_rng(0)
-    rand = [rng.uniform(-1, 1, env.action_space.shape).astype(np.float32) for _ in range(64)]
-    fair = agents.make("fairness", env)
-    fair_actions = []
-    obs, _ = env.reset(seed=0)
-    for _ in range(64):
-        a, _ = fair.predict(obs)
-        fair_actions.append(a)
-        obs, *_ = env.step(a)
-    print(f"\nGainOverhead-v0 paper-default: L={inst.n_types}, R={inst.n_instances}, "
-          f"K={inst.n_resources}, |E|={inst.n_edges}, action dim {env.action_space.shape[0]}")
-    print(f"{'env (steps/s; batched: env-steps/s)':44s} {'wall':>9s} {'CPU-time':>9s} "
-          f"{'x CartPole (CPU)':>17s}")
-
-    def row(label: str, rates: tuple[float, float]) -> None:
-        print(f"{label:44s} {rates[0]:9.0f} {rates[1]:9.0f} {rates[1] / cart_cpu:17.3f}")
-
-    row("CartPole-v1", (cart_wall, cart_cpu))
-    row("GainOverhead-v0, random actions", steps_per_second(env, rand, args.steps))
-    row("GainOverhead-v0, Fairness actions", steps_per_second(env, fair_actions, args.steps))
-    for n_vec in (8, 32):
-        for mode in ("vector_entry_point", "sync"):
-            venv = gym.make_vec(ENV_ID, num_envs=n_vec, vectorization_mode=mode)
-            acts = [np.stack([fair_actions[(i + j) % 64] for j in range(n_vec)])
-                    for i in range(16)]
-            row(f"  x{n_vec} {mode}, Fairness actions",
-                steps_per_second(venv, acts, max(args.steps // n_vec, 40), n_vec))
-
-    print(f"\n{'agent':12s} {'ms per decision':>16s}")
+          f"gymnasium {gym.__version__}, {platform.processor() or platform.machine()}, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if not args.skip_compile:
+        cold, warm = compile_time()
+        print(f"first call (empty numba cache): {cold:.1f} s; cached: {warm:.1f} s; "
+              f"compile time ~ {cold - warm:.1f} s, once per install")
+    throughput(args.steps)
+    print(f"\n{'agent':12s} {'ms/decision':>12s} {'ms/(decision+step)':>19s}")
+    per_slot = {}
     for name in AGENTS:
-        print(f"{name:12s} {1e3 * decision_time(name, min(args.steps, 2000)):16.3f}")
-
+        d, ds = agent_rate(name, min(args.steps, 2000))
+        per_slot[name] = ds
+        print(f"{name:12s} {d:12.3f} {ds:19.3f}")
+    if args.authors:
+        theirs = authors_per_slot(args.authors, args.authors_slots)
+        print(f"\nauthors' OGASched at 10 x 128 x 6: {1e3 * theirs:.1f} ms per slot (CPU, "
+              f"T={args.authors_slots}); ours (decision + env step) {per_slot['ogasched']:.3f} "
+              f"ms: {1e3 * theirs / per_slot['ogasched']:.0f}x")
     if not args.skip_headline:
-        from schedgym.train.compare import run_compare
-
-        t0 = time.perf_counter()
-        results, _ = run_compare(ENV_ID, AGENTS, [0], scenario="paper-headline", workers=2,
-                                 benchmarks=False, show_progress=False)
-        wall = time.perf_counter() - t0
-        print(f"\npaper-headline (T=8000), all five agents, one seed, 2 worker processes: "
-              f"{wall:.1f} s wall (paper: ~1 h for OgaSched alone)")
-        for r in results:
-            print(f"  {r.agent:12s} episode {r.wall_time:6.1f} s, avg reward "
-                  f"{r.metrics['avg_reward']:.1f}")
+        scenario_run("paper-headline")
+    if args.large_scale:
+        scenario_run("large-scale")
 
 
 if __name__ == "__main__":
