@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 import schedgym  # noqa: F401
+from schedgym.envs.gain_overhead import GainOverheadEnv
 from schedgym.envs.gain_overhead.offline import solve_hindsight
 
 FAMILIES = ("linear", "log", "poly", "reciprocal", "mixed")
@@ -42,6 +43,7 @@ def main() -> None:
             env = gym.make("schedgym/GainOverhead-v0", scenario=scen, utility=fam)
             env.reset(seed=0)
             u = env.unwrapped
+            assert isinstance(u, GainOverheadEnv)
             counts = np.asarray(u.arrivals).sum(axis=0)
             if warm:  # import scipy outside the timing
                 solve_hindsight(u.instance, counts)
