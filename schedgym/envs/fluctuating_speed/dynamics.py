@@ -29,9 +29,8 @@ def validate_selection(action: Any, n_edges: int, name: str = "action") -> np.nd
     if num.shape != (n_edges,):
         raise ValueError(f"{name} has shape {num.shape}: must have shape ({n_edges},) "
                          "(one 0/1 entry per edge)")
-    bad = np.flatnonzero((num != 0.0) & (num != 1.0))
-    if bad.size:
-        i = int(bad[0])
+    i = _first_non_binary(num)
+    if i >= 0:
         raise ValueError(f"{name} has a non-binary entry (index {i}: {arr[i]!r}): every entry "
                          "must be 0 or 1")
     return num.astype(np.int8)
@@ -39,66 +38,149 @@ def validate_selection(action: Any, n_edges: int, name: str = "action") -> np.nd
 
 def edge_mask(inst: FluctuatingSpeedInstance, arrivals: np.ndarray) -> np.ndarray:
     """int8 ``(E,)``: 1 on the edges of ports with a job this slot (constraint (4))."""
-    return (np.asarray(arrivals)[inst.port_of_edge] > 0).astype(np.int8)
+    return _edge_mask(np.asarray(arrivals, dtype=np.float64), inst.port_of_edge)
 
 
 def load(inst: FluctuatingSpeedInstance, x: np.ndarray) -> np.ndarray:
     """Devices in use per type, ``A x``, int64 ``(K,)``."""
-    return inst.requests @ np.asarray(x, dtype=np.int64)
+    return _load(inst.requests, np.asarray(x, dtype=np.int64))
 
 
 def is_feasible(inst: FluctuatingSpeedInstance, x: np.ndarray) -> bool:
     """Capacity (2): ``A x <= c``."""
-    return bool(np.all(load(inst, x) <= inst.capacities))
+    return not _overloaded(load(inst, x), inst.capacities)
 
 
 def utilization(inst: FluctuatingSpeedInstance, x: np.ndarray) -> np.ndarray:
     """Fraction of each device type in use, float ``(K,)`` in [0, 1] (0 where ``c_k = 0``)."""
-    c = inst.capacities
-    return np.where(c > 0, load(inst, x) / np.where(c > 0, c, 1), 0.0)
+    util = np.empty(inst.capacities.shape[0])
+    _utilization(load(inst, x), inst.capacities, util)
+    return util
 
 
 def repair(inst: FluctuatingSpeedInstance, x: np.ndarray) -> tuple[np.ndarray, int]:
     """The documented deterministic capacity repair; returns ``(feasible x, edges dropped)``.
 
     Rule: while ``A x > c`` for some type, drop the selected edge with the **highest edge
-    index** among those requesting an overloaded type (spec esdp §2.2 "project" option, made
-    safe for zero requests). Edges are never added.
+    index** among those requesting an overloaded type (ESDP paper §2: the capacity
+    constraint (2) enforced by dropping, made safe for zero requests). Edges are never added.
     """
     y = np.array(x, dtype=np.int8, copy=True)
-    ld = _load(np.ascontiguousarray(inst.requests, dtype=np.int64), y)
-    dropped = _repair(y, ld, np.ascontiguousarray(inst.requests, dtype=np.int64),
-                      np.ascontiguousarray(inst.capacities, dtype=np.int64))
+    dropped = _repair(y, _load(inst.requests, y), inst.requests, inst.capacities)
     return y, dropped
 
 
 def net_utility(zraw: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Normalised net utility ``clip(Z - C, 0, 1)`` (spec esdp §1.8 rule (N))."""
-    return np.clip(np.asarray(zraw) - cost, 0.0, 1.0)
+    """Normalised net utility ``clip(Z - C, 0, 1)`` (ESDP paper §3, normalised AOU)."""
+    z = np.asarray(zraw, dtype=np.float64)
+    out = np.empty(z.shape)
+    _net_utility(z.reshape(-1), np.broadcast_to(np.asarray(cost, dtype=np.float64),
+                                                 z.shape).reshape(-1), out.reshape(-1))
+    return out
 
 
 def open_waits(origin: np.ndarray, arrivals: np.ndarray, t: int) -> np.ndarray:
-    """Start of slot ``t``: ports with a job and no open wait start one at ``t`` (spec §5.3).
+    """Start of slot ``t``: ports with a job and no open wait start one at ``t`` (the
+    head-of-line waiting time of LWTF, ESDP paper §6).
 
     ``origin`` is float ``(L,)``: arrival slot of the oldest unserved job, ``-1`` if none.
     """
     o = np.array(origin, dtype=np.float64, copy=True)
-    o[(np.asarray(arrivals) > 0) & (o < 0)] = t
+    _open_waits(o, np.asarray(arrivals, dtype=np.float64), t)
     return o
 
 
 def waiting_times(origin: np.ndarray, t: int) -> np.ndarray:
     """``w_l(t) = t - o_l`` (0 where no wait is open), float ``(L,)`` in slots."""
-    return np.where(origin >= 0, t - origin, 0.0)
+    o = np.asarray(origin, dtype=np.float64)
+    out = np.empty(o.shape)
+    _waiting_times(o.reshape(-1), t, out.reshape(-1))
+    return out
 
 
 def close_waits(inst: FluctuatingSpeedInstance, origin: np.ndarray, x: np.ndarray) -> np.ndarray:
     """After the action: ports with a used edge are served and their wait closes."""
-    served = np.zeros(inst.n_types, dtype=bool)
-    served[inst.port_of_edge[np.asarray(x) > 0]] = True
     o = np.array(origin, dtype=np.float64, copy=True)
-    o[served] = -1.0
+    _close_waits(o, np.asarray(x), inst.port_of_edge)
     return o
+
+
+# ------------------------------------------------------------ compiled primitives (one formula)
+@numba.njit(cache=True)
+def _first_non_binary(a: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Index of the first entry that is not exactly 0 or 1 (NaN included), -1 if none."""
+    for e in range(a.shape[0]):
+        if a[e] != 0 and a[e] != 1:
+            return e
+    return -1
+
+
+@numba.njit(cache=True)
+def _edge_mask(arrivals: np.ndarray, port: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """int8 ``(E,)``: ``arrivals[port[e]] > 0``."""
+    m = np.empty(port.shape[0], dtype=np.int8)
+    for e in range(port.shape[0]):
+        m[e] = 1 if arrivals[port[e]] > 0 else 0
+    return m
+
+
+@numba.njit(cache=True)
+def _overloaded(ld: np.ndarray, c: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Whether ``A x > c`` for some type, from the load ``ld = A x``."""
+    for k in range(c.shape[0]):
+        if ld[k] > c[k]:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _utilization(ld: np.ndarray, c: np.ndarray, util: np.ndarray) -> float:  # pragma: no cover
+    """``util[k] = ld[k] / c[k]`` (0 where ``c_k = 0``); returns their mean (summed in order,
+    as numpy does for K < 8)."""
+    u = 0.0
+    for k in range(c.shape[0]):
+        util[k] = ld[k] / c[k] if c[k] > 0 else 0.0
+        u += util[k]
+    return u / c.shape[0]
+
+
+@numba.njit(cache=True)
+def _net_utility(zraw: np.ndarray, cost: np.ndarray,
+                 out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out = clip(zraw - cost, 0, 1)``."""
+    for e in range(zraw.shape[0]):
+        out[e] = min(max(zraw[e] - cost[e], 0.0), 1.0)
+
+
+@numba.njit(cache=True)
+def _waiting(origin_l: float, t: int) -> float:  # pragma: no cover - compiled
+    """``t - o_l`` if a wait is open (``o_l >= 0``), else 0."""
+    return t - origin_l if origin_l >= 0 else 0.0
+
+
+@numba.njit(cache=True)
+def _waiting_times(origin: np.ndarray, t: int, out: np.ndarray) -> None:  # pragma: no cover
+    """``out[l] = w_l(t)`` (:func:`_waiting`)."""
+    for l in range(origin.shape[0]):
+        out[l] = _waiting(origin[l], t)
+
+
+@numba.njit(cache=True)
+def _open_waits(origin: np.ndarray, arrivals: np.ndarray,
+                t: int) -> None:  # pragma: no cover - compiled
+    """In place: a port with a job and no open wait opens one at ``t``."""
+    for l in range(origin.shape[0]):
+        if arrivals[l] > 0 and origin[l] < 0:
+            origin[l] = t
+
+
+@numba.njit(cache=True)
+def _close_waits(origin: np.ndarray, x: np.ndarray,
+                 port: np.ndarray) -> None:  # pragma: no cover - compiled
+    """In place: the ports of the used edges are served (their wait closes)."""
+    for e in range(x.shape[0]):
+        if x[e] > 0:
+            origin[port[e]] = -1.0
 
 
 # ------------------------------------------------------------------ compiled slot dynamics
@@ -194,46 +276,36 @@ def slot_kernel(action: np.ndarray, arrivals: np.ndarray, zraw: np.ndarray, tabs
     """
     A, c, cost, theta, port = tabs
     E = x.shape[0]
+    bad = _first_non_binary(action)
+    if bad >= 0:
+        out[BAD_INDEX] = bad
+        return NON_BINARY
+    mask = _edge_mask(arrivals, port)
     n_sel = 0
     n_mask = 0
     for e in range(E):
-        a = action[e]
-        if a != 0 and a != 1:
-            out[BAD_INDEX] = e
-            return NON_BINARY
-    for e in range(E):
-        if action[e] == 1:
-            n_sel += 1
-            if arrivals[port[e]] > 0:
-                x[e] = 1
-            else:
-                x[e] = 0
-                n_mask += 1
-        else:
-            x[e] = 0
+        sel = action[e] == 1
+        n_sel += sel
+        x[e] = sel * mask[e]
+        n_mask += sel * (1 - mask[e])
     ld = _load(A, x)
     n_rep = 0
-    for k in range(c.shape[0]):
-        if ld[k] > c[k]:
-            if not repair_infeasible:
-                return OVER_CAPACITY
-            n_rep = _repair(x, ld, A, c)
-            break
+    if _overloaded(ld, c):
+        if not repair_infeasible:
+            return OVER_CAPACITY
+        n_rep = _repair(x, ld, A, c)
     znet = np.empty(E)
+    _net_utility(zraw, cost, znet)
     for e in range(E):
-        znet[e] = min(max(zraw[e] - cost[e], 0.0), 1.0)
         feedback[e] = znet[e] if x[e] else 0.0
-    u = 0.0
-    for k in range(c.shape[0]):
-        util[k] = ld[k] / c[k] if c[k] > 0 else 0.0
-        u += util[k]
+    u = _utilization(ld, c, util)
     out[REWARD] = _dot(x, znet)
     out[RAW_UTILITY] = _dot(x, zraw - cost)
     out[EXPECTED] = _dot(x, theta)
     out[N_SELECTED] = n_sel
     out[N_MASKED] = n_mask
     out[N_REPAIRED] = n_rep
-    out[UTIL_MEAN] = u / c.shape[0]
+    out[UTIL_MEAN] = u
     out[ORACLE_REALISED] = _dot(oracle_x, znet)
     return OK
 
@@ -243,13 +315,9 @@ def advance_waits(origin: np.ndarray, x: np.ndarray, port: np.ndarray, next_arri
                   t_next: int, has_next: bool) -> None:  # pragma: no cover - compiled
     """:func:`close_waits` then (if ``has_next``) :func:`open_waits` for slot ``t_next``, in
     place on ``origin`` (float64 ``(L,)``)."""
-    for e in range(x.shape[0]):
-        if x[e]:
-            origin[port[e]] = -1.0
+    _close_waits(origin, x, port)
     if has_next:
-        for l in range(origin.shape[0]):
-            if next_arrivals[l] > 0 and origin[l] < 0:
-                origin[l] = t_next
+        _open_waits(origin, next_arrivals, t_next)
 
 
 @numba.njit(cache=True)
@@ -264,7 +332,7 @@ def observe(arrivals: np.ndarray, util: np.ndarray, feedback: np.ndarray, x: np.
     the ``"scores"`` mode, where the other entries must already be 0)."""
     for l in range(o_arr.shape[0]):
         o_arr[l] = arrivals[l] if t < horizon else 0.0
-        o_wait[l] = (t - origin[l]) / horizon if origin[l] >= 0 else 0.0
+        o_wait[l] = _waiting(origin[l], t) / horizon
     for k in range(o_util.shape[0]):
         o_util[k] = util[k]
     for e in range(x.shape[0]):
