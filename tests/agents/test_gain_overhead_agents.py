@@ -260,3 +260,102 @@ def test_agents_make_errors():
         agents.make("nope", env)
     with pytest.raises(ValueError, match="does not exist"):
         agents.make("ppo:/no/such/model.zip", env)
+
+
+# ------------------------------------------- compiled kernels against plain-Python references
+def _ref_one_node(inst, x, rule):
+    """BinPacking / Spreading straight from spec §5.3-5.4, one (type, resource) at a time."""
+    y = np.zeros((inst.n_edges, inst.n_resources))
+    U = inst.capacities.astype(float).copy()
+    for l in range(inst.n_types):
+        if x[l] <= 0:
+            continue
+        es = [e for e in range(inst.n_edges) if inst.edge_type[e] == l]
+        for k in range(inst.n_resources):
+            a = inst.requests[l, k]
+            if a <= 0:
+                continue
+            rem = [U[inst.edge_instance[e], k] for e in es]
+            most = max(range(len(es)), key=lambda i: (rem[i], -i))
+            if rule == "spread":
+                i, give = (most, min(a, rem[most])) if rem[most] > 1e-12 else (None, 0.0)
+            else:
+                caps = [inst.capacities[inst.edge_instance[e], k] for e in es]
+                keys = rem if rule == "remaining" else [u / c if c > 0 else np.inf
+                                                        for u, c in zip(rem, caps, strict=True)]
+                fits = [i for i in range(len(es)) if rem[i] >= a]
+                i, give = (min(fits, key=lambda i: (keys[i], i)), a) if fits else (most, rem[most])
+            if i is not None and give > 0:
+                y[es[i], k] += give
+                U[inst.edge_instance[es[i]], k] -= give
+    return y
+
+
+def _ref_drf(inst, x, total):
+    y = np.zeros((inst.n_edges, inst.n_resources))
+    U = inst.capacities.astype(float).copy()
+    reach = np.array([[sum(inst.capacities[r, k] for r in range(inst.n_instances)
+                           if inst.mask[l, r]) for k in range(inst.n_resources)]
+                      for l in range(inst.n_types)])
+    share = [max((inst.requests[l, k] / reach[l, k]) if reach[l, k] > 0 else
+                 (np.inf if inst.requests[l, k] > 0 else 0.0) for k in range(inst.n_resources))
+             for l in range(inst.n_types)]
+    for l in sorted((l for l in range(inst.n_types) if x[l] > 0), key=lambda l: (share[l], l)):
+        left = inst.requests[l].astype(float).copy()
+        for e in (e for e in range(inst.n_edges) if inst.edge_type[e] == l):
+            r = inst.edge_instance[e]
+            give = np.minimum(inst.requests[l], U[r])
+            if total:
+                give = np.minimum(give, left)
+                left -= give
+            y[e], U[r] = give, U[r] - give
+    return y
+
+
+def _ref_fairness(inst, x, all_types):
+    y = np.zeros((inst.n_edges, inst.n_resources))
+    for e in range(inst.n_edges):
+        l, r = inst.edges[e]
+        if x[l] <= 0:
+            continue
+        peers = [f for f in range(inst.n_edges) if inst.edge_instance[f] == r
+                 and (all_types or x[inst.edge_type[f]] > 0)]
+        for k in range(inst.n_resources):
+            S = sum(inst.requests[inst.edge_type[f], k] for f in peers)
+            share = inst.requests[l, k] / S * inst.capacities[r, k] if S > 0 else 0.0
+            y[e, k] = min(share, inst.requests[l, k])
+    return y
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_baseline_kernels_equal_plain_python_rules(seed):
+    from schedgym.agents.baselines import gain_overhead as base
+
+    env = gym.make(ENV_ID, **SMALL, instance_seed=seed, contention=3.0 + 4 * seed).unwrapped
+    inst = env.instance
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        x = (rng.random(inst.n_types) < 0.6).astype(float)
+        for got, want in [
+            (base.binpacking_allocation(inst, x), _ref_one_node(inst, x, "remaining")),
+            (base.binpacking_allocation(inst, x, "fraction"), _ref_one_node(inst, x, "fraction")),
+            (base.spreading_allocation(inst, x), _ref_one_node(inst, x, "spread")),
+            (base.drf_allocation(inst, x), _ref_drf(inst, x, False)),
+            (base.drf_allocation(inst, x, "total"), _ref_drf(inst, x, True)),
+            (base.fairness_allocation(inst, x), _ref_fairness(inst, x, False)),
+            (base.fairness_allocation(inst, x, "all"), _ref_fairness(inst, x, True)),
+        ]:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("utility", ["linear", "mixed"])
+def test_ascent_step_is_projected_supergradient_step(utility):
+    env = gym.make(ENV_ID, **SMALL, utility=utility).unwrapped
+    inst = env.instance
+    rng = np.random.default_rng(0)
+    for eta in (0.01, 1.0, 25.0):
+        y = dynamics.project(inst, rng.uniform(0, 1, inst.edge_caps.shape) * inst.edge_caps)
+        x = (rng.random(inst.n_types) < 0.7).astype(float)
+        want = dynamics.project(inst, y + eta * dynamics.supergradient(inst, x, y))
+        np.testing.assert_array_equal(dynamics.ascent_step(inst, x, y, eta), want)
+        assert dynamics.is_feasible(inst, want)

@@ -155,3 +155,30 @@ def test_action_of_a_resetting_copy_is_ignored_as_in_sync():
         sync.step(zeros)
     nan = np.full(native.action_space.shape, np.nan, dtype=np.float32)  # both copies reset now
     _assert_same(native.step(nan), sync.step(nan), "autoreset step")
+
+
+@pytest.mark.parametrize("utility", ["linear", "mixed"])
+def test_score_batch_against_numpy(utility):
+    """The batched kernel: projection per copy, Euclidean distance, utilization and reward, each
+    against an independent numpy computation (the reward against reward_parts, which the
+    hand-computed tests of test_reward_math check)."""
+    from schedgym.envs.gain_overhead import dynamics
+
+    inst = gym.make(ENV_ID, **SMALL, utility=utility).unwrapped.instance
+    rng = np.random.default_rng(3)
+    z = rng.uniform(-0.2, 1.2, (4, *inst.edge_caps.shape)) * inst.edge_caps
+    x = (rng.random((4, inst.n_types)) < 0.6).astype(float)
+    out = dynamics.score_batch(inst, z, x)
+    for i in range(4):
+        y = dynamics.project(inst, z[i])
+        np.testing.assert_array_equal(out.y[i], y)
+        assert out.distance[i] == pytest.approx(np.sqrt(((y - z[i]) ** 2).sum()), rel=1e-13)
+        load = np.zeros(inst.capacities.shape)
+        np.add.at(load, inst.edge_instance, y)
+        util = np.divide(load, inst.capacities, out=np.zeros_like(load),
+                         where=inst.capacities > 0)
+        np.testing.assert_allclose(out.utilization[i], np.minimum(util, 1.0), rtol=1e-13,
+                                   atol=1e-15)
+        parts = dynamics.reward_parts(inst, x[i], y)
+        assert (out.gain[i], out.penalty[i]) == (parts.gain, parts.penalty)
+        assert out.reward[i] == parts.reward
