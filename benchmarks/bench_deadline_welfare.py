@@ -136,23 +136,35 @@ def throughput(n: int) -> None:
           "CartPole steps")
 
 
-def profile_vector(batches: int = 200) -> None:
-    """``--profile``: where the native vector env (64 copies, random actions) spends its time."""
+def _profile(label: str, run: Callable[[], object], rows: int = 20) -> None:
     import cProfile
     import pstats
 
+    prof = cProfile.Profile()
+    prof.enable()
+    run()
+    prof.disable()
+    print(f"\nprofile of {label}:")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(rows)
+
+
+def profile_envs(steps: int = 200) -> None:
+    """``--profile``: where the native vector env (64 copies) and the single env (one episode
+    without end) spend their time, random actions."""
     vec = gym.make_vec(ENV_ID, num_envs=64, vectorization_mode="vector_entry_point")
     vec.reset(seed=0)
     acts = [vec.action_space.sample() for _ in range(16)]
     for i in range(30):
         vec.step(acts[i % 16])
-    prof = cProfile.Profile()
-    prof.enable()
-    for i in range(batches):
-        vec.step(acts[i % 16])
-    prof.disable()
-    print(f"\nprofile of {batches} steps of the native vector env, 64 copies:")
-    pstats.Stats(prof).sort_stats("cumulative").print_stats(12)
+    _profile(f"{steps} steps of the native vector env, 64 copies",
+             lambda: [vec.step(acts[i % 16]) for i in range(steps)])
+    env = gym.make(ENV_ID, n_jobs=20 * steps + 10)
+    env.reset(seed=0)
+    single = [env.action_space.sample() for _ in range(64)]
+    for i in range(10):
+        env.step(single[i])
+    _profile(f"{20 * steps} steps of the single env (no episode end)",
+             lambda: [env.step(single[i % 64]) for i in range(20 * steps)], rows=14)
 
 
 def decision_ms(name: str, utility: str, episodes: int) -> float:
@@ -222,10 +234,10 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=3, help="episodes per family/scenario")
     ap.add_argument("--steps", type=int, default=2000, help="env steps for steps/s")
     ap.add_argument("--profile", action="store_true",
-                    help="only print a profile of the native vector env")
+                    help="only print profiles of the native vector env and the single env")
     args = ap.parse_args()
     if args.profile:
-        profile_vector()
+        profile_envs()
         return
     import cvxpy
 
