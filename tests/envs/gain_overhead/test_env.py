@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import gymnasium as gym
@@ -56,16 +57,10 @@ def test_public_names_and_shapes(small_env):
     assert info["allocation"].shape == (E, K)
     assert info["arrivals"].shape == (L,)
     assert r == pytest.approx(info["gain"] - info["penalty"])
-    with pytest.raises(dataclasses_frozen_error()):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'beta'"):
         inst.beta = np.zeros(K)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         inst.requests[0, 0] = 1.0  # read-only arrays
-
-
-def dataclasses_frozen_error():
-    import dataclasses
-
-    return dataclasses.FrozenInstanceError
 
 
 def test_observation_carries_current_arrivals_and_previous_utilization(small_env):
@@ -251,10 +246,8 @@ def test_bad_configuration_names_the_parameter(kwargs, param):
 
 
 def test_error_message_names_value_and_allowed():
-    with pytest.raises(ValueError) as exc:
+    with pytest.raises(ValueError, match=r"arrival_prob=1\.5 is invalid: .*\[0\.0, 1\.0\]"):
         gym.make(ENV_ID, arrival_prob=1.5)
-    msg = str(exc.value)
-    assert "arrival_prob=1.5" in msg and "[0.0, 1.0]" in msg
 
 
 @pytest.mark.parametrize("scenario, size", [("paper-default", (10, 128, 6)),
