@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 import schedgym  # noqa: F401
 from schedgym import agents
 from schedgym.agents.onsocmax import P3, OnSocMax, solve_alm, solve_p3_cvxpy
-from schedgym.envs.deadline_welfare import dynamics
+from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare.pricing import Pricing, alpha_hat
-
-ENV_ID = "schedgym/DeadlineWelfare-v0"
 
 # spec §3.2 reference table: v/iota -> (alpha_hat, w/C, kappa/iota)
 TABLE = [(1, 2.000000, 1.0000, 0.067668), (1.5, 2.359984, 0.7353, 0.101623),
@@ -42,11 +40,11 @@ def test_alpha_hat_table(ratio, alpha, wfrac, kappa):
 
 def test_alpha_hat_bad_input():
     assert alpha_hat(1.0) == 2.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="ratio=0.5 is invalid"):
         alpha_hat(0.5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="ratio=nan is invalid"):
         alpha_hat(float("nan"))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="iota=0.0 is invalid"):
         Pricing.from_bounds(0.0, 1.0)
 
 
@@ -117,6 +115,41 @@ def test_exact_solver_objective_matches_cvxpy(code):
         xc = solve_p3_cvxpy(p)
         assert p.objective(x) >= p.objective(xc) - 1e-6
         assert p.objective(x) == pytest.approx(p.objective(xc), abs=1e-5)
+
+
+def test_linear_tie_is_shared_in_proportion_to_slack():
+    """Hand-computed: two linear units with the same marginal a + b - ι = 2 in the flat price
+    region (v = ι = 1: α̂ = 2, threshold C / (α̂ - 1) = 100 above both caps), ρ = 4 < 2 + 6:
+    μ* = 2 and the workload is shared in proportion to the caps, x = (1, 3)."""
+    pr = Pricing.from_bounds(1.0, 1.0)
+    p = P3(0, np.array([3.0, 3.0]), np.zeros(2), np.zeros(2), np.full(2, 100.0),
+           np.array([2.0, 6.0]), 4.0, pr)
+    x, mu = p.solve()
+    np.testing.assert_allclose(x, [1.0, 3.0], rtol=1e-12)
+    assert mu == pytest.approx(2.0, rel=1e-12)
+    assert p.kkt_residual(x, mu) <= 1e-12
+
+
+@pytest.mark.parametrize("code, expected", [(1, 1.0), (2, 1.0)])
+def test_concave_unit_in_the_flat_region_hand_computed(code, expected):
+    """One unit, ample workload, price ι = 1 in the flat region: f'(x) = 1 gives x = 1 for
+    ``2 ln(1 + x)`` (2 / (1 + x) = 1) and for ``2 sqrt(x)`` (1 / sqrt(x) = 1); μ* = 0."""
+    pr = Pricing.from_bounds(1.0, 1.0)
+    p = P3(code, np.array([2.0]), np.zeros(1), np.zeros(1), np.array([100.0]),
+           np.array([10.0]), 100.0, pr)
+    x, mu = p.solve()
+    assert x[0] == pytest.approx(expected, rel=1e-12) and mu == 0.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(code=st.sampled_from([1, 2]), a=st.floats(0.01, 100.0), d=st.floats(1e-3, 1e3))
+def test_f_prime_inverse_inverts_f_prime(code, a, d):
+    x = dynamics.f_prime_inverse(code, a, d)
+    if x > 0:
+        assert dynamics.f_prime(code, a, x) == pytest.approx(d, rel=1e-9)
+    else:  # f' never reaches d on x >= 0: f'(0) <= d
+        assert dynamics.f_prime(code, a, 0.0) <= d * (1 + 1e-12)
+    assert dynamics.f_prime_inverse(0, a, d) == (np.inf if a > d else 0.0)
 
 
 @pytest.mark.parametrize("code", [0, 1, 2])

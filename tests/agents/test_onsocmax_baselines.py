@@ -18,11 +18,11 @@ from schedgym.agents.baselines.deadline_welfare import (
     simulate_slot_policy,
     waterfill,
 )
-from schedgym.envs.deadline_welfare import dynamics
+from schedgym.core.waterfill import waterfill_level
+from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
-ENV_ID = "schedgym/DeadlineWelfare-v0"
 AGENTS = ["onsocmax", "max-first", "equal-share", "jsq"]
 
 
@@ -101,6 +101,17 @@ def test_waterfill_against_bisection(seed, m, total):
     ref = w * np.clip(lo - start, 0, end - start)
     np.testing.assert_allclose(x, ref, atol=1e-7)
     assert x.sum() == pytest.approx(total, abs=1e-9)
+
+
+def test_waterfill_level_hand_computed():
+    """Intervals [0, 2] and [1, 3], unit weights, total 2: at level L in [1, 2] the amounts are
+    L and L - 1, so L = 1.5 and x = (1.5, 0.5); beyond the room everything is given."""
+    start, end, w = np.array([0.0, 1.0]), np.array([2.0, 3.0]), np.ones(2)
+    assert waterfill_level(start, end, w, 2.0) == pytest.approx(1.5)
+    np.testing.assert_allclose(waterfill(start, end, w, 2.0), [1.5, 0.5])
+    np.testing.assert_allclose(waterfill(start, end, 2 * w, 10.0), [4.0, 4.0])
+    assert waterfill_level(start, end, w, 10.0) is None
+    np.testing.assert_array_equal(waterfill(start, end, w, 0.0), [0.0, 0.0])
 
 
 @pytest.mark.parametrize("util", ["linear", "log", "sqrt"])
