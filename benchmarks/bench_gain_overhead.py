@@ -168,8 +168,8 @@ def scenario_run(scenario: str) -> None:
 
 
 def throughput(steps: int) -> None:
-    cart = gym.make("CartPole-v1")
-    cart_cpu = env_rate(cart, [0, 1] * 50, 10 * steps)[1]
+    cart_rates = env_rate(gym.make("CartPole-v1"), [0, 1] * 50, 10 * steps)
+    cart_cpu = cart_rates[1]
     env = gym.make(ENV_ID)
     inst: GainOverheadInstance = env.unwrapped.instance  # type: ignore[attr-defined]
     rng = np.random.default_rng(0)
@@ -183,7 +183,7 @@ def throughput(steps: int) -> None:
     def row(label: str, rates: tuple[float, float]) -> None:
         print(f"{label:46s} {rates[0]:9.0f} {rates[1]:9.0f} {rates[1] / cart_cpu:17.3f}")
 
-    row("CartPole-v1", (cart_cpu, cart_cpu))
+    row("CartPole-v1", cart_rates)
     row("GainOverhead-v0, random actions", env_rate(env, rand, steps))
     row("GainOverhead-v0, Fairness actions", env_rate(env, fair, steps))
     for n_vec, modes in ((64, ("vector_entry_point", "sync")),):
