@@ -12,8 +12,9 @@ episode ends resets that copy, ignores its action, returns reward 0 and the new 
 info). The episodes' jobs come from the single env's own sampler and checks; the repair, the
 usage update and the welfare of every copy run in one compiled call
 (:func:`schedgym.envs.deadline_welfare.dynamics.apply_batch`) and the observations are built for
-all copies at once. ``render_mode`` is refused at construction (use ``SyncVectorEnv`` to render
-copies).
+all copies at once. ``render_mode`` (``"ansi"``, ``"rgb_array"``) is the single env's:
+``render()`` returns every copy's frame, drawn by the single env's viewer, as ``SyncVectorEnv``
+does.
 """
 
 from __future__ import annotations
@@ -59,18 +60,16 @@ def _gather(job_mask: np.ndarray, job_cap: np.ndarray, job_coef: np.ndarray,
 class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` DeadlineWelfare-v0 copies of one instance; see the module docstring."""
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP,
+                "render_modes": DeadlineWelfareEnv.metadata["render_modes"]}
 
     def __init__(self, num_envs: int = 1, render_mode: str | None = None,
                  **kwargs: Any) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is not supported by the native "
-                             "DeadlineWelfare-v0 vector env: must be None (render single envs, "
-                             "or use vectorization_mode='sync')")
         self.num_envs = check_int("num_envs", num_envs, min_value=1)
-        self.render_mode = None
-        self.template = DeadlineWelfareEnv(**kwargs)  # validates everything, builds the instance
+        # the template validates everything (render_mode included) and builds the instance
+        self.template = DeadlineWelfareEnv(render_mode=render_mode, **kwargs)
         t = self.template
+        self.render_mode = t.render_mode
         inst = t.instance
         self.instance = inst
         self.action_mode = t.action_mode
@@ -248,13 +247,30 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         return proposal, clip
 
     def _template_decode(self, b: int, a: np.ndarray) -> np.ndarray:
-        """The template env's own decoder, pointed at copy ``b``'s episode state."""
+        """The single env's own decoder on copy ``b``'s state."""
+        return np.asarray(self._point_template(b)._decode(a))
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Every copy's frame as the single env draws it (``render_mode`` ``"ansi"``: text,
+        ``"rgb_array"``: ``uint8 (H, W, 3)``), a tuple over copies as ``SyncVectorEnv`` gives;
+        ``None`` without a render mode."""
+        if self.render_mode is None:
+            return None
+        if self._needs_reset:
+            raise RuntimeError("render() called before reset(): call reset() first")
+        return tuple(self._point_template(b).render() for b in range(self.num_envs))
+
+    def _point_template(self, b: int) -> DeadlineWelfareEnv:
+        """The template env with copy ``b``'s episode state (views, no copies), so its own
+        decoder and renderer act on that copy."""
         t = self.template
         t._jobs = self._jobs[b]
         t._n = int(self._n[b])
         t._usage = self._usage[b].reshape(self.instance.n_instances, -1)
+        t._totals = self._totals[b]
         t._bounds = (float(self._bounds[b, 0]), float(self._bounds[b, 1]))
-        return np.asarray(t._decode(a))
+        t._alpha = float(self._alpha[b])
+        return t
 
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray,
                                           np.ndarray, dict[str, Any]]:

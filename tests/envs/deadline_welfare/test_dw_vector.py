@@ -1,6 +1,6 @@
 """The native DeadlineWelfare-v0 vector env equals N single envs under SyncVectorEnv, bit for bit
-(observations, rewards, flags, infos with their masks, across autoresets), in every action mode,
-with instance features, and refuses what it does not support."""
+(observations, rewards, flags, infos with their masks, across autoresets, renders), in every
+action mode, with instance features, and refuses bad input as the single env does."""
 
 from __future__ import annotations
 
@@ -110,10 +110,34 @@ def test_step_before_reset_and_bad_actions_raise():
         vec.step(a[:1])
 
 
-def test_render_mode_refused_at_construction():
-    with pytest.raises(ValueError, match="render_mode='rgb_array' is not supported"):
+@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
+def test_render_equals_sync_vector_env(mode):
+    native, sync = pair(3, n_jobs=2, render_mode=mode)
+    with pytest.raises(RuntimeError, match="render.. called before reset"):
+        native.render()
+    rng = np.random.default_rng(0)
+    native.reset(seed=1)
+    sync.reset(seed=1)
+    for _ in range(4):  # through an episode end and an autoreset
+        frames = native.render()
+        expected = sync.render()
+        assert len(frames) == 3
+        for got, want in zip(frames, expected, strict=True):
+            assert np.array_equal(got, want) if mode == "rgb_array" else got == want
+        a = rng.uniform(-1, 1, native.action_space.shape).astype(np.float32)
+        native.step(a)
+        sync.step(a)
+    if mode == "ansi":  # the checker compares renders with ``==``: tuples of arrays cannot
+        check_environments_match(*pair(1, n_jobs=2, render_mode=mode), num_steps=5, seed=2)
+
+
+def test_render_mode_is_validated_at_construction():
+    with pytest.raises(ValueError, match="render_mode='human' is invalid"):
         gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
-                     render_mode="rgb_array")
+                     render_mode="human")
+    vec = DeadlineWelfareVectorEnv(num_envs=2)
+    vec.reset(seed=0)
+    assert vec.render() is None
 
 
 def test_bad_kwargs_are_the_single_env_errors():
