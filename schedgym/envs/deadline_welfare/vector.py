@@ -33,6 +33,7 @@ from schedgym.core.envbase import resolve_episode_seed
 from schedgym.core.validation import check_int
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
+from schedgym.envs.deadline_welfare.generator import estimate_memory_mb
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
 from schedgym.envs.deadline_welfare.types import Jobs
 
@@ -69,6 +70,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         # the template validates everything (render_mode included) and builds the instance
         self.template = DeadlineWelfareEnv(render_mode=render_mode, **kwargs)
         t = self.template
+        self._check_memory()
         self.render_mode = t.render_mode
         inst = t.instance
         self.instance = inst
@@ -100,6 +102,20 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         if t.instance_features:
             static["instance"] = t.instance_feature_vector()
         self._static = {k: np.tile(v, (B, 1)) for k, v in static.items()}
+
+    def _check_memory(self) -> None:
+        """Refuse ``num_envs`` copies whose episodes would need more than the single env's
+        ``memory_limit_mb`` together (each copy holds its episode's jobs twice: the sampler's
+        arrays and the batch buffers)."""
+        t = self.template
+        inst = t.instance
+        n_jobs = inst.jobs.n_jobs if inst.jobs is not None else t.params["n_jobs"]
+        need = 2 * self.num_envs * estimate_memory_mb(inst.n_instances, inst.horizon, n_jobs,
+                                                       t.params["arrival_rate"])
+        if need > t.memory_limit_mb:
+            raise ValueError(f"num_envs={self.num_envs} copies need about {need:,.0f} MB: more "
+                             f"than memory_limit_mb={t.memory_limit_mb:,.0f} (pass fewer copies "
+                             "or a larger memory_limit_mb=)")
 
     # ------------------------------------------------------------------ episode buffers
     def _alloc_jobs(self, n_max: int) -> None:

@@ -145,3 +145,6 @@ def test_bad_kwargs_are_the_single_env_errors():
         DeadlineWelfareVectorEnv(num_envs=0)
     with pytest.raises(ValueError, match="utility"):
         DeadlineWelfareVectorEnv(num_envs=2, utility="cubic")
+    with pytest.raises(ValueError, match=r"num_envs=1000 copies need about .* MB: more than "
+                                         r"memory_limit_mb=1"):
+        DeadlineWelfareVectorEnv(num_envs=1000, memory_limit_mb=1.0)
