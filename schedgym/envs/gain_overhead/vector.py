@@ -160,7 +160,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         x = np.stack([e._arrivals[e._t] for e in envs])
         out = dynamics.score_batch(inst, z, x)
         util = out.utilization.reshape(live.size, -1)
-        slots = np.array([e._t for e in envs], dtype=np.int64)
+        slots = np.array([e._t for e in envs], dtype=np.int64)  # int, as the single env's
         for j, e in enumerate(envs):
             e._util, e._last_alloc = util[j], out.y[j]
             e._t += 1
@@ -175,9 +175,11 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         infos: dict[str, Any] = {}
         for key in STEP_INFO_KEYS:
             v = values[key]
-            full = np.zeros((N, *v.shape[1:]), dtype=v.dtype)
-            full[live] = v
-            infos[key], infos[f"_{key}"] = full, mask.copy()
+            if live.size < N:  # zeros under a False mask, as Gymnasium's _add_info leaves them
+                full = np.zeros((N, *v.shape[1:]), dtype=v.dtype)
+                full[live] = v
+                v = full
+            infos[key], infos[f"_{key}"] = v, mask.copy()
         return infos
 
     def render(self) -> tuple[Any, ...]:
