@@ -28,7 +28,7 @@ import numpy as np
 
 from schedgym.agents.base import Agent
 from schedgym.core.validation import check_choice
-from schedgym.core.waterfill import waterfill
+from schedgym.core.waterfill import waterfill, waterfill_kernel
 from schedgym.envs.deadline_welfare.dynamics import ObservedJob, f_value, observed_job
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
@@ -135,22 +135,45 @@ def simulate_slot_policy(inst: DeadlineWelfareInstance, jobs: Jobs, rule: str) -
     left)``; ``rule="equal-share"`` water-fills the capacity over them. Returns ``X (N, R, T)``.
     """
     check_choice("rule", rule, ("max-first", "equal-share"))
-    N, R, T = jobs.mask.shape
+    shape = jobs.mask.shape
+    full = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape))
+            for a in (jobs.capability, jobs.coef, jobs.weight)]
+    return _slot_policy(inst.family_code, int(rule == "equal-share"),
+                        np.ascontiguousarray(inst.capacity, dtype=np.float64),
+                        np.ascontiguousarray(jobs.mask), *full,
+                        np.asarray(jobs.workload, dtype=np.float64).copy())
+
+
+@numba.njit(cache=True)
+def _slot_policy(code: int, equal_share: int, capacity: np.ndarray, mask: np.ndarray,
+                 capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+                 rem: np.ndarray) -> np.ndarray:
+    """:func:`simulate_slot_policy`'s loop over slots and instances, compiled; ``rem`` ``(N,)``
+    is the workload left (updated in place)."""
+    N, R, T = mask.shape
     X = np.zeros((N, R, T))
-    rem = jobs.workload.astype(np.float64).copy()
+    act = np.empty(N, dtype=np.int64)
     for t in range(T):
         for r in range(R):
-            c = float(inst.capacity[r, t])
-            act = np.flatnonzero(jobs.mask[:, r, t] & (rem > 1e-12))
-            if act.size == 0:
+            k = 0
+            for n in range(N):
+                if mask[n, r, t] and rem[n] > 1e-12:
+                    act[k] = n
+                    k += 1
+            if k == 0:
                 continue
-            lim = np.minimum(jobs.capability[act, r, t], rem[act])
-            if rule == "equal-share":
-                got = waterfill(np.zeros_like(lim), lim, np.ones_like(lim), c)
+            lim, a, b = np.empty(k), np.empty(k), np.empty(k)
+            for i in range(k):
+                n = act[i]
+                lim[i] = min(capability[n, r, t], rem[n])
+                a[i] = coef[n, r, t]
+                b[i] = weight[n, r, t] / capacity[r, t]
+            c = capacity[r, t]
+            if equal_share:
+                got = waterfill_kernel(np.zeros(k), lim, np.ones(k), c)[0]
             else:
-                got = greedy_fill(inst.family_code, jobs.coef[act, r, t],
-                                  jobs.weight[act, r, t] / inst.capacity[r, t], lim, c,
-                                  np.arange(act.size))
-            X[act, r, t] = got
-            rem[act] -= got
+                got = greedy_fill(code, a, b, lim, c, np.arange(k))
+            for i in range(k):
+                X[act[i], r, t] = got[i]
+                rem[act[i]] -= got[i]
     return X
