@@ -136,11 +136,12 @@ def simulate_slot_policy(inst: DeadlineWelfareInstance, jobs: Jobs, rule: str) -
     """
     check_choice("rule", rule, ("max-first", "equal-share"))
     shape = jobs.mask.shape
-    full = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape))
-            for a in (jobs.capability, jobs.coef, jobs.weight)]
+    cap, coef, weight = (np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64),
+                                                              shape))
+                         for a in (jobs.capability, jobs.coef, jobs.weight))
     return _slot_policy(inst.family_code, int(rule == "equal-share"),
                         np.ascontiguousarray(inst.capacity, dtype=np.float64),
-                        np.ascontiguousarray(jobs.mask), *full,
+                        np.ascontiguousarray(jobs.mask), cap, coef, weight,
                         np.asarray(jobs.workload, dtype=np.float64).copy())
 
 
