@@ -45,7 +45,7 @@ from schedgym.envs.gain_overhead import ENV_ID, GainOverheadInstance
 AGENTS = ["ogasched", "drf", "fairness", "binpacking", "spreading"]
 #: What the compile-time probe runs: every kernel of the env, the vector env and the agents.
 _PROBE = """
-import time; t0 = time.perf_counter()
+import time; t0, c0 = time.perf_counter(), time.process_time()
 import numpy as np, gymnasium as gym, schedgym
 from schedgym import agents
 env = gym.make("schedgym/GainOverhead-v0", horizon=3, utility="mixed")
@@ -56,18 +56,21 @@ for name in ("ogasched", "drf", "fairness", "binpacking", "spreading"):
 v = gym.make_vec("schedgym/GainOverhead-v0", num_envs=2, vectorization_mode="vector_entry_point",
                  horizon=3)
 v.reset(seed=0); v.step(np.zeros(v.action_space.shape))
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t0, time.process_time() - c0)
 """
 
 
-def compile_time() -> tuple[float, float]:
-    """(seconds with an empty numba cache, seconds with it warm), each a fresh process."""
+def compile_time() -> list[tuple[float, float]]:
+    """``[(wall, CPU) seconds with an empty numba cache, the same with it warm]``, each run in a
+    fresh process."""
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        runs = [float(subprocess.run([sys.executable, "-c", _PROBE], env=env, check=True,
-                                     capture_output=True, text=True).stdout.split()[-1])
-                for _ in range(2)]
-    return runs[0], runs[1]
+        runs = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", _PROBE], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            runs.append((float(out[-2]), float(out[-1])))
+    return runs
 
 
 def rate(step: Callable[[int], Any], n: int, per_call: int = 1) -> tuple[float, float]:
@@ -210,9 +213,10 @@ def main() -> None:
           f"gymnasium {gym.__version__}, {platform.processor() or platform.machine()}, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if not args.skip_compile:
-        cold, warm = compile_time()
-        print(f"first call (empty numba cache): {cold:.1f} s; cached: {warm:.1f} s; "
-              f"compile time ~ {cold - warm:.1f} s, once per install")
+        (cold, cold_cpu), (warm, warm_cpu) = compile_time()
+        print(f"first calls in a fresh process: empty numba cache {cold:.1f} s wall "
+              f"({cold_cpu:.1f} s CPU); cached {warm:.1f} s wall ({warm_cpu:.1f} s CPU): "
+              f"compile time ~ {cold_cpu - warm_cpu:.1f} s CPU, once per install")
     throughput(args.steps)
     print(f"\n{'agent':12s} {'ms/decision':>12s} {'ms/(decision+step)':>19s}")
     per_slot = {}
