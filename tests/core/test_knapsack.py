@@ -87,3 +87,26 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="budgets"):
         budgeted_knapsack(np.ones(2), np.array([-1, 0]), np.ones((1, 2), dtype=int),
                           np.ones(1, dtype=int), 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_reachable_levels_is_the_sum_of_the_largest_allowed_budgets(seed):
+    from schedgym.core.knapsack import reachable_levels
+
+    rng = np.random.default_rng(seed)
+    E = int(rng.integers(0, 12))
+    b = rng.integers(0, 20, size=E).astype(np.int64)
+    ok = rng.random(E) < 0.7
+    kmax, cap = int(rng.integers(0, 5)), int(rng.integers(0, 60))
+    want = [min(int(np.sort(b[i:][ok[i:]])[::-1][:kmax].sum()), cap) for i in range(E)] + [0]
+    assert reachable_levels(b, ok, kmax, cap).tolist() == want
+
+
+def test_no_resource_type_means_only_the_values_count():
+    val, x = knapsack_01(np.array([1.0, -2.0, 3.0]), np.zeros((0, 3), dtype=int),
+                         np.zeros(0, dtype=int))
+    assert val == 4.0 and x.tolist() == [1, 0, 1]
+    sol = budgeted_knapsack(np.array([1.0, 2.0]), np.array([1, 1]), np.zeros((0, 2), dtype=int),
+                            np.zeros(0, dtype=int), 2)
+    assert sol.values.tolist() == [3.0, 3.0, 3.0] and sol.selection(2).tolist() == [1, 1]
