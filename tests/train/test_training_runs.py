@@ -244,3 +244,22 @@ def test_cli_seeds_trains_one_run_per_seed(tmp_path, capsys):
     assert rc == 0
     for s in (0, 1):
         assert (tmp_path / "GainOverhead-v0" / f"a2c_s{s}" / "model.zip").is_file()
+
+
+@pytest.mark.slow  # starts a local Ray (tens of seconds on the shared machine)
+def test_cli_seeds_on_ray_equal_the_local_pool(tmp_path):
+    import torch
+
+    sets = sum((["--set", f"{k}={v}"] for k, v in small_overrides(GO).items()), [])
+    common = ["train", "a2c", GO, *sets, "--timesteps", "16", "--hp", "n_steps=8",
+              "--seeds", "0-1", "--workers", "2", "--no-progress", "--eval-freq", "0",
+              "--checkpoint-freq", "0"]
+    assert cli([*common, "--out", str(tmp_path / "pool")]) == 0
+    assert cli([*common, "--out", str(tmp_path / "ray"), "--ray"]) == 0
+    from stable_baselines3 import A2C
+
+    for s in (0, 1):
+        a, b = (A2C.load(tmp_path / where / "GainOverhead-v0" / f"a2c_s{s}" / "model.zip")
+                for where in ("pool", "ray"))
+        for pa, pb in zip(a.policy.parameters(), b.policy.parameters(), strict=True):
+            assert torch.equal(pa, pb)
