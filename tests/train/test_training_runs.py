@@ -85,12 +85,11 @@ def test_default_evaluation_is_bounded():
     assert default_eval_freq(512, 2048, 0, 2000) == max(512 // 5 + 1, 2048)
 
 
-def test_tiny_default_run_finishes_in_seconds(tmp_path):
+def test_tiny_default_run_plays_no_evaluation(tmp_path):
     """``schedgym train ppo GainOverhead-v0 --timesteps 512`` used to evaluate every ~51 steps on
-    2,000-slot episodes (> 10 min); with the bounded default it trains one rollout and stops."""
-    t0 = time.perf_counter()
+    2,000-slot episodes (> 10 min); with the bounded default it trains one rollout and plays no
+    evaluation episode (shorter than one evaluation), so it takes seconds (not timed here)."""
     res = train("ppo", GO, timesteps=512, out=tmp_path, hyperparams={"n_steps": 256})
-    assert time.perf_counter() - t0 < 60
     assert res.timesteps == 512 and not (res.run_dir / "evaluations.npz").exists()
 
 
