@@ -360,6 +360,11 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             "alpha_hat": self._alpha.copy(),
         }
         infos: dict[str, Any] = {}
+        if step.all():  # the common case: every value is a fresh array, every mask all True
+            for key, val in values.items():
+                infos[key] = val.astype(np.int64) if key in _STEP_INT else val
+                infos["_" + key] = np.ones(B, dtype=bool)
+            return infos
         for key, val in values.items():
             dtype = np.int64 if key in _STEP_INT else val.dtype
             self._add_masked(infos, key, np.asarray(val, dtype=dtype), step)
