@@ -100,8 +100,14 @@ class RunStore:
                              f"{str(path.parent)!r} ({exc.strerror or exc})") from None
         try:
             if overwrite and path.exists():
+                if path.is_dir() and any(path.iterdir()) and not (path / META).is_file():
+                    raise ValueError(f"out={str(path)!r} is invalid for --overwrite: it is not "
+                                     f"a schedgym run folder (no {META}), so it is left alone")
                 _refuse_if_locked(path)
-                shutil.rmtree(path)
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
             os.mkdir(path)
         except FileExistsError:
             raise ValueError(

@@ -47,6 +47,13 @@ def test_existing_folder_is_refused_unless_resume_or_overwrite(tmp_path):
         (tmp_path / "run" / ".lock").write_text("1")  # pid 1 is alive
         RunStore.open(tmp_path / "run")
     again.close()
+    # --overwrite never deletes a folder that is not a run folder
+    other = tmp_path / "data"
+    other.mkdir()
+    (other / "precious.txt").write_text("keep")
+    with pytest.raises(ValueError, match="not a schedgym run folder"):
+        RunStore.create(other, _meta(), overwrite=True)
+    assert (other / "precious.txt").read_text() == "keep"
 
 
 def test_records_round_trip_latest_wins_and_torn_lines_are_skipped(tmp_path):
