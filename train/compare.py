@@ -266,6 +266,14 @@ def open_store(args: argparse.Namespace) -> RunStore:
             store.close()
             raise ValueError(f"env_id={args.env_id!r} is invalid with --resume "
                              f"{args.resume}: that run is of {store.meta['env_id']!r}")
+        flags = {"agents": "--agents", "seeds": "--seeds", "episodes": "--episodes",
+                 "scenario": "--scenario", "instance_seed": "--instance-seed",
+                 "instance_seeds": "--instance-seeds", "overrides": "--set"}
+        given = [flag for k, flag in flags.items() if getattr(args, k, None) is not None]
+        if given:
+            store.close()
+            raise ValueError(f"{', '.join(given)} cannot be given with --resume: the run keeps "
+                             f"its own configuration ({args.resume}/meta.json)")
         return store
     if args.env_id is None or args.agents is None:
         raise ValueError("give ENV_ID and --agents (or --resume RUN_DIR)")

@@ -147,3 +147,11 @@ def test_two_concurrent_runs_with_the_same_arguments_never_share_a_folder(tmp_pa
     assert "run folder exists" in loser[1] or "in use by another" in loser[1]
     keys = [tuple(r["key"]) for _, r in read_records(out)]
     assert sorted(keys) == [("", "drf", 0, 0), ("", "drf", 0, 1)]  # one run's records only
+
+
+def test_resume_keeps_the_runs_own_configuration(tmp_path, capsys):
+    out = tmp_path / "run"
+    RunStore.create(out, _meta()).close()
+    rc = cli(["compare", "--resume", str(out), "--agents", "drf", "--set", "horizon=3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--agents, --set cannot be given with --resume" in err
