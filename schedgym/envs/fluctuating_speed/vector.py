@@ -307,9 +307,16 @@ def _rows(actions: Any, n: int, size: int) -> list[Any]:
 
 def episode_oracle(solver: OracleSolver, arrivals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The oracle's selection and value of every slot of an episode: ``(x (T, |E|) int8, value
-    (T,))`` for arrivals ``(T, L)``, one :meth:`OracleSolver.solve` per distinct pattern."""
+    (T,))`` for arrivals ``(T, L)``, one :meth:`OracleSolver.solve` per distinct pattern
+    (patterns are keyed as bit masks when ``L <= 62``, as rows otherwise)."""
     present = np.asarray(arrivals) > 0
-    patterns, inverse = np.unique(present, axis=0, return_inverse=True)
+    L = present.shape[1]
+    if L <= 62:
+        keys = present.astype(np.int64) @ (np.int64(1) << np.arange(L, dtype=np.int64))
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        patterns = present[first]
+    else:
+        patterns, inverse = np.unique(present, axis=0, return_inverse=True)
     xs = np.zeros((len(patterns), solver.instance.n_edges), dtype=np.int8)
     vs = np.zeros(len(patterns))
     for j, row in enumerate(patterns):
