@@ -194,3 +194,18 @@ def test_compiled_slot_path_refuses_what_the_env_refuses():
         dyn.apply_slot(tabs, np.ones(E, dtype=np.int8), arr, z, repair_infeasible=False)
     o = dyn.apply_slot(tabs, [True] * E, arr, z)  # bools and lists are accepted
     assert dyn.is_feasible(env.instance, o.x) and o.out[dyn.N_REPAIRED] > 0
+
+
+@pytest.mark.parametrize("n_types", [4, 70])  # bit-mask keys, and rows beyond 62 ports
+def test_episode_oracle_equals_per_slot_solves(n_types):
+    from schedgym.envs.fluctuating_speed.offline import OracleSolver
+    from schedgym.envs.fluctuating_speed.vector import episode_oracle
+
+    env = gym.make(ENV_ID, n_types=n_types, n_instances=6, edge_prob=0.3, horizon=40,
+                   arrival_prob=0.5).unwrapped
+    env.reset(seed=2)
+    solver = OracleSolver(env.instance)
+    xs, vs = episode_oracle(solver, env.arrivals)
+    for t in range(env.horizon):
+        x, v = OracleSolver(env.instance).solve(env.arrivals[t])
+        assert xs[t].tolist() == x.tolist() and vs[t] == v
