@@ -69,7 +69,7 @@ def update_stats(stats: dict[str, np.ndarray], obs: dict[str, np.ndarray]) -> No
 
 
 def empirical_means(stats: dict[str, np.ndarray]) -> np.ndarray:
-    """``y_e = sum / n`` (0 where ``n = 0``), spec (9)."""
+    """``y_e = sum / n`` (0 where ``n = 0``), spec esdp (9)."""
     n = stats["n"]
     return np.where(n > 0, stats["sum"] / np.where(n > 0, n, 1.0), 0.0)
 

@@ -1,4 +1,4 @@
-"""ESDP's improvement over each baseline from a ``schedgym compare`` run (ESDP paper §6, Figs. 2-4).
+"""ESDP's improvement over each baseline from a ``schedgym compare`` run (spec esdp §7, §8 item 20).
 
 Usage::
 

@@ -1,11 +1,11 @@
-"""The ESDP paper's greedy baselines HAUF, LCF, LWTF (spec esdp §5) and the Oracle (§4.3).
+"""The ESDP paper's greedy baselines HAUF, LCF, LWTF (spec esdp §5) and the Oracle (spec esdp §4.3).
 
 All greedy baselines consider only ports with a job, order them by a port key, order each port's
 edges by an edge key, and fill capacity **first-fit** (an edge that does not fit is skipped and
 the fill continues; ``mode="stop"`` stops at the first edge that does not fit, the literal
 reading). Ties: lower port index, then lower server index. Estimates ``y_e`` are the running
 means of the observed net utility on the agent's own effective edges (0 if never observed; no
-exploration bonus, spec §8 item 25). Their selections are feasible by construction, so they
+exploration bonus, spec esdp §8 item 25). Their selections are feasible by construction, so they
 never need the env's repair.
 """
 
@@ -157,7 +157,7 @@ class _Greedy(Agent):
 
 
 class HAUF(_Greedy):
-    """Highest Accumulative Utility First (a.k.a. HSWF in the paper, spec §5.1): ports by
+    """Highest Accumulative Utility First (a.k.a. HSWF in the paper, spec esdp §5.1): ports by
     ``sum_{r in R_l} y_(l,r)`` descending, edges by ``y_e`` descending."""
 
     name = "hauf"
@@ -168,7 +168,7 @@ class HAUF(_Greedy):
 
 
 class LCF(_Greedy):
-    """Lowest Cost First (spec §5.2): ports by total cost ``sum_{r in R_l} C_(l,r)`` ascending,
+    """Lowest Cost First (spec esdp §5.2): ports by total cost ``sum_{r in R_l} C_(l,r)`` ascending,
     edges by ``C_e`` ascending. Uses no utility estimate."""
 
     name = "lcf"
@@ -184,7 +184,7 @@ class LCF(_Greedy):
 
 
 class LWTF(_Greedy):
-    """Longest Waiting Time First (spec §5.3): ports by head-of-line waiting time (the
+    """Longest Waiting Time First (spec esdp §5.3): ports by head-of-line waiting time (the
     observation's ``waiting``) descending, edges by ``y_e`` descending."""
 
     name = "lwtf"
@@ -197,7 +197,7 @@ class LWTF(_Greedy):
 class Oracle(Agent):
     """Reference policy for regret only (**reads the hidden true means** ``theta``, not an online
     learner): per slot, the exact ``max theta^T x`` over capacity- and arrival-feasible
-    selections (spec §4.3)."""
+    selections (spec esdp §4.3)."""
 
     name = "oracle"
 

@@ -7,9 +7,9 @@ backwards over the items on a dense table of remaining capacities ``c' in [0, c]
 (``prod_k (c_k + 1)`` states, flattened in C order: ``c'_K`` varies fastest) and break exact ties
 towards *not* taking an item, then reconstruct the selection forwards from the full capacity.
 
-- :func:`knapsack_01`: ``max v^T x`` s.t. ``A x <= c`` (the ESDP oracle, ESDP paper §4.3).
+- :func:`knapsack_01`: ``max v^T x`` s.t. ``A x <= c`` (the ESDP oracle, spec esdp §4.3).
 - :func:`budgeted_knapsack`: for every budget level ``s = 0..S``, ``V*(s) = max w^T x`` s.t.
-  ``A x <= c`` and ``b^T x >= s`` (ESDP's Algorithm 2, paper §3.5), with
+  ``A x <= c`` and ``b^T x >= s`` (ESDP's Algorithm 2, spec esdp §3.5), with
   :meth:`BudgetedSolution.selection` to reconstruct a maximiser for any ``s``.
 
 Complexity ``O(E * (S + 1) * prod_k (c_k + 1))`` time; the budgeted DP keeps one boolean
@@ -284,7 +284,7 @@ def budgeted_knapsack(
     max_items: int | None = None,
 ) -> BudgetedSolution:
     """All budget levels at once: ``V*(s) = max values^T x`` s.t. ``weights @ x <= capacity``,
-    ``budgets^T x >= s``, for ``s = 0..max_budget`` (ESDP paper §3.5, Algorithm 2).
+    ``budgets^T x >= s``, for ``s = 0..max_budget`` (spec esdp §3.5, Algorithm 2).
 
     Recursion over items ``i = E-1..0`` on ``W[c', s]`` (``W_E = 0`` at ``s = 0``, ``-inf``
     elsewhere): ``take = values_i + W[max(s - budgets_i, 0), c' - A_i]`` when ``A_i <= c'``;

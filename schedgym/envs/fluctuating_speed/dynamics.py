@@ -62,8 +62,8 @@ def repair(inst: FluctuatingSpeedInstance, x: np.ndarray) -> tuple[np.ndarray, i
     """The documented deterministic capacity repair; returns ``(feasible x, edges dropped)``.
 
     Rule: while ``A x > c`` for some type, drop the selected edge with the **highest edge
-    index** among those requesting an overloaded type (ESDP paper §2: the capacity
-    constraint (2) enforced by dropping, made safe for zero requests). Edges are never added.
+    index** among those requesting an overloaded type (spec esdp §2.2 "project"
+    option, made safe for zero requests). Edges are never added.
     """
     y = np.array(x, dtype=np.int8, copy=True)
     dropped = _repair(y, _load(inst.requests, y), inst.requests, inst.capacities)
@@ -71,7 +71,7 @@ def repair(inst: FluctuatingSpeedInstance, x: np.ndarray) -> tuple[np.ndarray, i
 
 
 def net_utility(zraw: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Normalised net utility ``clip(Z - C, 0, 1)`` (ESDP paper §3, normalised AOU)."""
+    """Normalised net utility ``clip(Z - C, 0, 1)`` (spec esdp §1.8 rule (N))."""
     z = np.asarray(zraw, dtype=np.float64)
     out = np.empty(z.shape)
     _net_utility(z.reshape(-1), np.broadcast_to(np.asarray(cost, dtype=np.float64),
@@ -80,8 +80,8 @@ def net_utility(zraw: np.ndarray, cost: np.ndarray) -> np.ndarray:
 
 
 def open_waits(origin: np.ndarray, arrivals: np.ndarray, t: int) -> np.ndarray:
-    """Start of slot ``t``: ports with a job and no open wait start one at ``t`` (the
-    head-of-line waiting time of LWTF, ESDP paper §6).
+    """Start of slot ``t``: ports with a job and no open wait start one at ``t`` (spec esdp
+    §5.3).
 
     ``origin`` is float ``(L,)``: arrival slot of the oldest unserved job, ``-1`` if none.
     """
