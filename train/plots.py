@@ -114,7 +114,7 @@ def plot_curves(curves: Mapping[str, Mapping[Any, np.ndarray]], out: str | Path,
     n_seeds = max(len(v) for v in curves.values())
     ax1.set_xlabel("slot / step t")
     ax1.set_ylabel("cumulative reward")
-    ax1.set_title(f"cumulative reward (mean, 95% CI over {n_seeds} seeds)")
+    ax1.set_title(f"cumulative reward (mean, 95% CI over {n_seeds} episodes)")
     ax1.legend(fontsize=8)
     ax2.set_xlabel("slot / step t")
     ax2.set_ylabel(f"cumulative reward / {ref}'s")
