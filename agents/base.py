@@ -97,6 +97,14 @@ class Agent:
                             np.asarray(s.high, dtype=np.float64))
                         for k, s in self.observation_space.spaces.items()
                         if isinstance(s, spaces.Box)}
+        # one flat comparison per observation (the check must cost little beside a decision)
+        self._shapes = [(k, low.shape) for k, (low, _) in self._bounds.items()]
+        self._low = np.concatenate([lo.ravel() for lo, _ in self._bounds.values()] or
+                                   [np.zeros(0)]) - BOUNDS_TOL
+        self._high = np.concatenate([hi.ravel() for _, hi in self._bounds.values()] or
+                                    [np.zeros(0)]) + BOUNDS_TOL
+        self._infinite_bounds = not (np.isfinite(self._low).all()
+                                     and np.isfinite(self._high).all())
         self._features: np.ndarray | None = None
         self._states: dict[int, Any] = {}
 
@@ -157,15 +165,17 @@ class Agent:
     def check_observation(self, obs: dict[str, np.ndarray]) -> None:
         """Raise ``ValueError`` unless ``obs`` (unbatched) fits the agent's env: shapes, bounds,
         and the same instance features as before when the observation carries them."""
-        for key, (low, high) in self._bounds.items():
-            val = np.asarray(obs[key], dtype=np.float64)
-            if val.shape != low.shape:
+        parts = []
+        for key, shape in self._shapes:
+            val = np.asarray(obs[key])
+            if val.shape != shape:
                 raise ValueError(f"observation[{key!r}] has shape {val.shape}: this env's has "
-                                 f"{low.shape} (another instance's or env's observation?)")
-            if np.any(val < low - BOUNDS_TOL) or np.any(val > high + BOUNDS_TOL) or \
-                    not np.all(np.isfinite(val)):
-                raise ValueError(f"observation[{key!r}] is outside its space [low, high] (or "
-                                 "not finite): is it another instance's or env's observation?")
+                                 f"{shape} (another instance's or env's observation?)")
+            parts.append(val.ravel())
+        flat = np.concatenate(parts) if parts else self._low
+        ok = bool((flat >= self._low).all() and (flat <= self._high).all())  # NaN fails too
+        if not ok or (self._infinite_bounds and not np.isfinite(flat).all()):
+            self._raise_out_of_space(obs)
         if "instance" in obs:
             feats = np.asarray(obs["instance"], dtype=np.float64)
             if self._features is None:
@@ -173,6 +183,17 @@ class Agent:
             elif not np.array_equal(feats, self._features):
                 raise ValueError("observation['instance'] differs from the instance this agent "
                                  "was built for: build one agent per instance")
+
+    def _raise_out_of_space(self, obs: dict[str, np.ndarray]) -> None:
+        """Name the first entry outside its space (the slow path of the check)."""
+        for key, (low, high) in self._bounds.items():
+            val = np.asarray(obs[key], dtype=np.float64)
+            if np.any(val < low - BOUNDS_TOL) or np.any(val > high + BOUNDS_TOL) or \
+                    not np.all(np.isfinite(val)):
+                raise ValueError(f"observation[{key!r}] is outside its space [low, high] (or "
+                                 "not finite): is it another instance's or env's observation?")
+        raise ValueError("observation is outside its space [low, high] (or not finite): is it "
+                         "another instance's or env's observation?")
 
     def predict(
         self,
