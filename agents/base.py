@@ -84,8 +84,10 @@ class Agent:
         given: Any = given_space
         self.env: Any = base
         self.instance: Any = base.instance
-        self.observation_space: spaces.Dict = base.observation_space
-        self.action_space: spaces.Space = base.action_space
+        # a native vector env holds the instance itself: read its per-copy spaces
+        self.observation_space: spaces.Dict = getattr(base, "single_observation_space",
+                                                      base.observation_space)
+        self.action_space: spaces.Space = getattr(base, "single_action_space", base.action_space)
         self._check_action_mode()
         self._flat = isinstance(given, spaces.Box) and isinstance(self.observation_space,
                                                                   spaces.Dict)
