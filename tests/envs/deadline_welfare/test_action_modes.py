@@ -41,6 +41,9 @@ def test_both_env_checkers_pass_in_every_mode(mode, features, utility):
         warnings.simplefilter("error")
         check_env(gym.make(ENV_ID, **kw).unwrapped)
         sb3_check_env(gym.make(ENV_ID, **kw).unwrapped)
+    env = gym.make(ENV_ID, **kw)  # the checkers raise on failure; the spaces hold what they see
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and ("instance" in obs) == features
 
 
 def test_pricing_on_the_tiny_instance_by_hand():

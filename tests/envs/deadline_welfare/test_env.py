@@ -28,6 +28,8 @@ def test_both_env_checkers_pass_without_warnings(utility):
         env = gym.make(ENV_ID, utility=utility, **SMALL)
         check_env(env.unwrapped)
         sb3_check_env(gym.make(ENV_ID, utility=utility, **SMALL).unwrapped)
+    obs, _ = env.reset(seed=0)  # the checkers raise on failure; the spaces hold what they see
+    assert env.observation_space.contains(obs)
 
 
 def test_hand_computed_reward_and_workload_repair():
