@@ -25,6 +25,9 @@ from importlib.metadata import version as _dist_version
 
 from gymnasium.envs.registration import register, registry
 
+# numba cache stamped by every kernel source: imported before any kernel module is.
+from schedgym import _numba_cache  # noqa: F401
+
 try:
     __version__ = _dist_version("schedgym")
 except PackageNotFoundError:  # a source tree on sys.path, not installed
