@@ -48,10 +48,10 @@ def unwrap_env(env: Any) -> tuple[Any, spaces.Space]:
     space: Any = getattr(env, "observation_space", None)
     if hasattr(env, "num_envs"):  # a vector env (SB3 or Gymnasium)
         space = getattr(env, "single_observation_space", space)
-        if hasattr(env, "instance"):
-            base = env
-        elif getattr(env, "envs", None):
+        if getattr(env, "envs", None):  # the first copy: a single env with its whole API
             base = env.envs[0].unwrapped
+        elif hasattr(env, "instance"):  # a native vector env without single copies
+            base = env
         elif hasattr(env, "get_attr"):
             got = env.get_attr("unwrapped", [0]) if _is_sb3_vec(env) else env.get_attr(
                 "unwrapped")

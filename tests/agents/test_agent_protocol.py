@@ -150,3 +150,25 @@ def test_classical_agents_refuse_a_learnable_mode(env_id):
     with pytest.raises(ValueError, match=f"act in the default mode {modes[0]!r}"):
         agents.make(PAPER[env_id], env)
     agents.make("random", env)  # samples any action space
+
+
+@pytest.mark.parametrize("env_id", schedgym.ENV_IDS)
+def test_agent_built_on_the_native_vector_env_acts_as_on_sync_vector_env(env_id):
+    """A native vector env holds the instance itself: the agent must read its per-copy spaces."""
+    kw = SMALL[env_id]
+    native = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kw)
+    sync = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", **kw)
+    a_native, a_sync = agents.make(PAPER[env_id], native), agents.make(PAPER[env_id], sync)
+    o1, _ = native.reset(seed=3)
+    o2, _ = sync.reset(seed=3)
+    start = np.ones(2, dtype=bool)
+    for _ in range(12):  # past the end of the short episodes: autoresets included
+        act1, _ = a_native.predict(o1, episode_start=start)
+        act2, _ = a_sync.predict(o2, episode_start=start)
+        np.testing.assert_array_equal(act1, act2)
+        o1, r1, te1, tr1, _ = native.step(act1)
+        o2, r2, te2, tr2, _ = sync.step(act2)
+        np.testing.assert_array_equal(r1, r2)
+        start = te1 | tr1
+    native.close()
+    sync.close()
