@@ -223,6 +223,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
         self._capacity32 = instance.capacity.reshape(-1).astype(np.float32)
+        self._capacity_flat = np.ascontiguousarray(instance.capacity.reshape(-1),
+                                                   dtype=np.float64)
         self.episode_seed: int | None = None
         self._jobs: Jobs | None = None
         self._n = 0
@@ -349,30 +351,53 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     # ---------------------------------------------------------------- obs
     def _obs(self) -> dict[str, np.ndarray]:
-        U = self.instance.n_units
+        """The observation of the current job (documented in the class docstring), from the
+        episode's float32 tables built at ``reset`` (:meth:`_episode_tables`)."""
         jobs = self.jobs
         n = self._n
-        z = np.zeros(U, dtype=np.float32)
-        obs = {
-            "workload": np.zeros(1, dtype=np.float32), "window": np.zeros(2, dtype=np.float32),
-            "allowed": z, "capability": z.copy(), "utility_coef": z.copy(),
-            "cluster_weight": z.copy(), "utility_family": self._family.copy(),
-            "usage": np.minimum(self._usage.reshape(-1).astype(np.float32), self._capacity32),
-            "capacity": self._capacity32.copy(),
-            "bounds": np.asarray(self._bounds, dtype=np.float32),
-            "progress": np.array([min(1.0, n / max(jobs.n_jobs, 1))], dtype=np.float32),
-        }
-        if n < jobs.n_jobs:
-            m = jobs.mask[n]
-            obs["workload"][0] = jobs.workload[n]
-            obs["window"][:] = (jobs.arrival[n], jobs.deadline[n])
-            obs["allowed"] = m.reshape(-1).astype(np.float32)
-            for key, arr in (("capability", jobs.capability), ("utility_coef", jobs.coef),
-                             ("cluster_weight", jobs.weight)):
-                obs[key] = np.where(m, arr[n], 0.0).reshape(-1).astype(np.float32)
+        N = jobs.n_jobs
+        if n < N:
+            job = self._ep_obs[n]  # (4, U) float32: allowed, capability, coef, weight
+            sc = self._ep_scalars[n]  # workload, first and last slot
+            obs = {"workload": sc[:1].copy(), "window": sc[1:].copy(),
+                   "allowed": job[0].copy(), "capability": job[1].copy(),
+                   "utility_coef": job[2].copy(), "cluster_weight": job[3].copy()}
+        else:
+            z = np.zeros(self.instance.n_units, dtype=np.float32)
+            obs = {"workload": np.zeros(1, dtype=np.float32),
+                   "window": np.zeros(2, dtype=np.float32), "allowed": z,
+                   "capability": z.copy(), "utility_coef": z.copy(), "cluster_weight": z.copy()}
+        obs["utility_family"] = self._family.copy()
+        obs["usage"] = np.minimum(self._usage.reshape(-1).astype(np.float32), self._capacity32)
+        obs["capacity"] = self._capacity32.copy()
+        obs["bounds"] = np.asarray(self._bounds, dtype=np.float32)
+        obs["progress"] = np.array([min(1.0, n / max(N, 1))], dtype=np.float32)
         if self.instance_features:
             obs["instance"] = self.instance_feature_vector()
         return obs
+
+    def _episode_tables(self, jobs: Jobs) -> None:
+        """Per-episode tables so that a step only indexes rows: float64 ``(N, U)`` upper end of
+        the action map (x̄ on ℛ_n, 0 off it), coef and weight, bool ``(N, U)`` mask, and the
+        float32 observation rows ``(N, 4, U)`` (allowed, capability, coef, weight, 0 off ℛ_n)
+        and ``(N, 3)`` (ρ_n, s_n, e_n)."""
+        N, U = jobs.n_jobs, self.instance.n_units
+        m = jobs.mask.reshape(N, U)
+        self._ep_mask = np.ascontiguousarray(m)
+        self._ep_upper = np.where(m, jobs.capability.reshape(N, U), 0.0)
+        self._ep_coef = np.ascontiguousarray(jobs.coef.reshape(N, U), dtype=np.float64)
+        self._ep_weight = np.ascontiguousarray(jobs.weight.reshape(N, U), dtype=np.float64)
+        tab = np.empty((N, 4, U), dtype=np.float32)
+        tab[:, 0] = m
+        tab[:, 1] = self._ep_upper
+        tab[:, 2] = np.where(m, self._ep_coef, 0.0)
+        tab[:, 3] = np.where(m, self._ep_weight, 0.0)
+        self._ep_obs = tab
+        sc = np.empty((N, 3), dtype=np.float32)
+        sc[:, 0] = jobs.workload
+        sc[:, 1] = jobs.arrival
+        sc[:, 2] = jobs.deadline
+        self._ep_scalars = sc
 
     def instance_feature_vector(self) -> np.ndarray:
         """float32 ``(R + 2,)``: every instance's capacity ``C_r`` (slot 0), then the mean and
@@ -400,6 +425,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._totals = np.zeros(4)
         self._bounds = dynamics.marginal_bounds(inst, jobs)
         self._alpha = alpha_hat(self._bounds[1] / self._bounds[0])
+        self._episode_tables(jobs)
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
                 "alpha_hat": self._alpha, "episode_seed": self.episode_seed}
         return self._obs(), info
@@ -429,40 +455,44 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         N = jobs.n_jobs
         if self._n >= max(N, 1):
             raise RuntimeError("step() called after the episode ended: call reset() first")
-        inst = self.instance
         a, clip = clip_unit(validate_action(action, self._act_dim))
         n = self._n
+        x = np.zeros(self.instance.n_units)
         if N == 0:  # null job of an empty episode
-            rep = dynamics.Repair(np.zeros((inst.n_instances, inst.horizon)), 0.0, 0.0)
-            fj = fc = rho = 0.0
+            cap_l1 = wl_l1 = fj = fc = rho = 0.0
         else:
             rho = float(jobs.workload[n])
-            rep = dynamics.repair(self._decode(a), self._upper(), inst.capacity - self._usage,
-                                  rho)
-            self._usage += rep.dispatch
-            self._X[n] = rep.dispatch
-            fj, fc = dynamics.job_welfare(inst, jobs, n, rep.dispatch)
+            upper = self._ep_upper[n]
+            proposal = ((a + 1.0) * 0.5 * upper if self.action_mode == "dispatch"
+                        else self._decode(a).reshape(-1))  # decode_unit's map, flat
+            # repair + usage update + welfare in one kernel (as the vector env steps)
+            cap_l1, wl_l1, fj, fc = dynamics.apply_one(
+                self.instance.family_code, proposal, upper, self._capacity_flat,
+                self._usage.reshape(-1), rho, self._ep_mask[n], self._ep_coef[n],
+                self._ep_weight[n], x)
+            self._X[n] = x.reshape(self._usage.shape)
         self._n += 1
-        info = self._step_info(rep, fj, fc, rho, clip, n)
+        info = self._step_info(x.reshape(self._usage.shape), cap_l1, wl_l1, fj, fc, rho, clip, n)
         terminated = self._n >= max(N, 1)
         if terminated:
             info["final_usage"] = self._usage.copy()
-        return self._obs(), float(fj + fc), terminated, False, info
+        return self._obs(), fj + fc, terminated, False, info
 
-    def _step_info(self, rep: dynamics.Repair, fj: float, fc: float, rho: float, clip: float,
-                   n: int) -> dict[str, Any]:
-        """The step's ``info`` (documented under Rewards); updates the running totals."""
-        x = rep.dispatch
+    def _step_info(self, x: np.ndarray, cap_l1: float, wl_l1: float, fj: float, fc: float,
+                   rho: float, clip: float, n: int) -> dict[str, Any]:
+        """The step's ``info`` (documented under Rewards) for the applied dispatch ``x``
+        ``(R, T)``; updates the running totals."""
         served = float(x.sum())
-        self._totals += (fj, fc, served, rho)
         tot = self._totals
+        tot += (fj, fc, served, rho)
+        jobs = self.jobs
         return {
             "job_utility": fj, "cluster_utility": fc, "dispatch": x,
             "served": served / rho if rho > 0 else 0.0,
             "units_used": int(np.count_nonzero(x > 1e-9)),
-            "repair_l1": rep.l1, "repair_capacity": rep.capacity_l1,
-            "repair_workload": rep.workload_l1, "action_clip": clip,
-            "slot": int(self.jobs.arrival[n]) if self.jobs.n_jobs else 0, "job": n,
+            "repair_l1": cap_l1 + wl_l1, "repair_capacity": cap_l1,
+            "repair_workload": wl_l1, "action_clip": clip,
+            "slot": int(jobs.arrival[n]) if jobs.n_jobs else 0, "job": n,
             "welfare": float(tot[0] + tot[1]),
             "welfare_jobs": float(tot[0]), "welfare_cluster": float(tot[1]),
             "served_fraction": float(tot[2] / tot[3]) if tot[3] > 0 else 0.0,

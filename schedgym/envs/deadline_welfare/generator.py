@@ -181,26 +181,29 @@ class PaperJobSampler:
         """One episode's jobs from ``episode_seed``."""
         p = self.params
         R, T = p["n_instances"], p["horizon"]
-        st = rngs.streams(episode_seed, "arrivals", "durations", "workloads", "capability",
-                          "coef", "weights", "locality")
-        s = poisson_arrivals(st["arrivals"], p["arrival_rate"], T, p["n_jobs"])
+        s = poisson_arrivals(rngs.stream(episode_seed, "arrivals"), p["arrival_rate"], T,
+                             p["n_jobs"]).astype(np.int64, copy=False)
         N = s.size
-        D = st["durations"].exponential(p["duration_mean"], N)
+        D = rngs.stream(episode_seed, "durations").exponential(p["duration_mean"], N)
         e = np.minimum(T - 1, s + np.floor(D).astype(np.int64))
-        rho = f32(_gauss(st["workloads"], p["workload_mean"], p["workload_sd"], N))
-        xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
+        rho = f32(_gauss(rngs.stream(episode_seed, "workloads"), p["workload_mean"],
+                         p["workload_sd"], N))
+        xbar = f32(_gauss(rngs.stream(episode_seed, "capability"), p["capability_mean"],
+                          p["capability_sd"], (N, R)))
         a_lo, a_hi = p["coef_range"]
         b_lo, b_hi = p["weight_range"]
-        coef = f32(st["coef"].uniform(a_lo, a_hi, N if p["coef_scope"] == "job" else (N, R, T)))
-        weight = f32(st["weights"].uniform(b_lo, b_hi, (N, R, T)))
+        coef = f32(rngs.stream(episode_seed, "coef").uniform(
+            a_lo, a_hi, N if p["coef_scope"] == "job" else (N, R, T)))
+        weight = f32(rngs.stream(episode_seed, "weights").uniform(b_lo, b_hi, (N, R, T)))
         allowed = np.ones((N, R), dtype=bool)
         m = p["locality_size"]
-        if m is not None and m < R:
+        if m is not None and m < R:  # the only user of its stream: created only then
+            loc = rngs.stream(episode_seed, "locality")
             allowed[:] = False
             for n in range(N):
-                allowed[n, st["locality"].choice(R, size=m, replace=False)] = True
-        return Jobs(arrival=s, deadline=e, workload=rho, allowed=allowed, capability=xbar,
-                    coef=coef, weight=weight, n_slots_hint=T)
+                allowed[n, loc.choice(R, size=m, replace=False)] = True
+        # our own fresh arrays, valid by construction: no re-validation (Jobs.trusted)
+        return Jobs.trusted(s, e, rho, allowed, xbar, coef, weight)
 
 
 def job_sampler(params: dict[str, Any]) -> PaperJobSampler:

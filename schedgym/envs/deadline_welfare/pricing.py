@@ -22,25 +22,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 
+@numba.njit(cache=True)
 def _h(alpha: float, ratio: float) -> float:
     return (alpha - 1.0) - 1.0 / (alpha - 1.0) - math.log((alpha * ratio - 1.0) / (alpha - 1.0))
 
 
-def alpha_hat(ratio: float) -> float:
-    """α̂ for ``ratio = v/ι >= 1``: the unique root in [2, inf) of the corrected Eq. (40).
-
-    ``h(2) = -ln(2 ratio - 1) <= 0`` and ``h -> inf``; the upper bracket doubles from 3 until
-    ``h > 0``, then bisection runs to 1e-13 (no scipy needed). Returns 2 when
-    ``ratio <= 1 + 1e-12``.
-    """
-    ratio = float(ratio)
-    if not math.isfinite(ratio) or ratio < 1.0 - 1e-9:
-        raise ValueError(f"ratio={ratio!r} is invalid: must be a finite number v/iota >= 1")
-    if ratio <= 1.0 + 1e-12:
-        return 2.0
+@numba.njit(cache=True)
+def _alpha_kernel(ratio: float) -> float:
+    """The bisection of :func:`alpha_hat` for ``ratio > 1`` (compiled; the same steps as the
+    pure-Python loop it replaced, so the same value)."""
     lo, hi = 2.0, 3.0
     while _h(hi, ratio) <= 0.0:
         lo, hi = hi, hi * 2.0
@@ -51,6 +45,21 @@ def alpha_hat(ratio: float) -> float:
         else:
             lo = mid
     return 0.5 * (lo + hi)
+
+
+def alpha_hat(ratio: float) -> float:
+    """α̂ for ``ratio = v/ι >= 1``: the unique root in [2, inf) of the corrected Eq. (40).
+
+    ``h(2) = -ln(2 ratio - 1) <= 0`` and ``h -> inf``; the upper bracket doubles from 3 until
+    ``h > 0``, then bisection runs to 1e-13 (no scipy needed; compiled, :func:`_alpha_kernel`).
+    Returns 2 when ``ratio <= 1 + 1e-12``.
+    """
+    ratio = float(ratio)
+    if not math.isfinite(ratio) or ratio < 1.0 - 1e-9:
+        raise ValueError(f"ratio={ratio!r} is invalid: must be a finite number v/iota >= 1")
+    if ratio <= 1.0 + 1e-12:
+        return 2.0
+    return float(_alpha_kernel(ratio))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from typing import Any, Protocol
 
+import numba
 import numpy as np
 
 from schedgym.core.arrays import readonly
@@ -131,6 +132,35 @@ class Jobs:
                             ("weight", weight)):
             object.__setattr__(self, name, readonly(value))
         object.__setattr__(self, "n_slots_hint", T)
+
+    @classmethod
+    def trusted(cls, arrival: np.ndarray, deadline: np.ndarray, workload: np.ndarray,
+                allowed: np.ndarray, capability: np.ndarray, coef: np.ndarray,
+                weight: np.ndarray) -> Jobs:
+        """Jobs from arrays a generator has just built and owns, without re-validating them
+        (the validating constructor costs more than drawing the jobs): ``arrival``,
+        ``deadline`` int64 ``(N,)``, ``workload`` float64 ``(N,)``, ``allowed`` bool ``(N, R)``,
+        ``capability`` float64 ``(N, R)`` or ``(N, R, T)``, ``coef`` float64 ``(N,)`` or
+        ``(N, R, T)``, ``weight`` float64 ``(N, R, T)``; values as the validating constructor
+        requires. The arrays are taken over (made read-only, not copied); the result equals
+        ``Jobs(...)`` of the same arrays. User-given jobs go through ``Jobs(...)``."""
+        N, R, T = weight.shape
+
+        def full(a: np.ndarray) -> np.ndarray:
+            if a.shape == (N, R, T):
+                return a
+            return np.ascontiguousarray(np.broadcast_to(a.reshape(a.shape + (1,) * (3 - a.ndim)),
+                                                        (N, R, T)))
+
+        jobs = cls.__new__(cls)
+        for name, value in (("arrival", arrival), ("deadline", deadline),
+                            ("workload", workload), ("allowed", allowed),
+                            ("capability", full(capability)), ("coef", full(coef)),
+                            ("weight", weight)):
+            value.setflags(write=False)
+            object.__setattr__(jobs, name, value)
+        object.__setattr__(jobs, "n_slots_hint", T)
+        return jobs
 
     @property
     def n_jobs(self) -> int:
@@ -270,12 +300,35 @@ class DeadlineWelfareInstance:
 
 def observed_limits(jobs: Jobs) -> tuple[float, float, float, float]:
     """``(workload, capability, coef, weight)`` maxima of ``jobs`` over their units (0 if none)."""
-    m = jobs.mask
+    out = _limits_kernel(jobs.workload, jobs.arrival, jobs.deadline, jobs.allowed,
+                         jobs.capability, jobs.coef, jobs.weight)
+    return (float(out[0]), float(out[1]), float(out[2]), float(out[3]))
 
-    def mx(a: np.ndarray) -> float:
-        return float(a.max()) if a.size else 0.0
 
-    return (mx(jobs.workload), mx(jobs.capability[m]), mx(jobs.coef[m]), mx(jobs.weight[m]))
+@numba.njit(cache=True)
+def _limits_kernel(workload: np.ndarray, arrival: np.ndarray, deadline: np.ndarray,
+                   allowed: np.ndarray, capability: np.ndarray, coef: np.ndarray,
+                   weight: np.ndarray) -> np.ndarray:
+    """float64 ``(4,)``: max workload over jobs, max capability, coef, weight over the job
+    units ℛ_n (``allowed`` x ``[arrival, deadline]``); 0 where there is none (as
+    ``a[mask].max()``, without building the mask)."""
+    out = np.full(4, -np.inf)
+    seen = np.zeros(4, dtype=np.bool_)
+    for n in range(workload.size):
+        out[0] = max(out[0], workload[n])
+        seen[0] = True
+        for r in range(allowed.shape[1]):
+            if not allowed[n, r]:
+                continue
+            for t in range(arrival[n], deadline[n] + 1):
+                out[1] = max(out[1], capability[n, r, t])
+                out[2] = max(out[2], coef[n, r, t])
+                out[3] = max(out[3], weight[n, r, t])
+                seen[1] = seen[2] = seen[3] = True
+    for i in range(4):
+        if not seen[i]:
+            out[i] = 0.0
+    return out
 
 
 @dataclass(frozen=True)
