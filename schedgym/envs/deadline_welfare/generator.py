@@ -21,6 +21,7 @@ import numpy as np
 from schedgym.core import rng as rngs
 from schedgym.core.arrays import f32
 from schedgym.core.scenarios import ScenarioRegistry
+from schedgym.envs.deadline_welfare.streams import StreamSet
 from schedgym.envs.deadline_welfare.types import (
     DeadlineWelfareInstance,
     DeadlineWelfareParams,
@@ -165,6 +166,11 @@ def poisson_arrivals(gen: np.random.Generator, rate: float, horizon: int,
     return np.concatenate([slots, np.full(n_jobs - slots.size, horizon - 1)]).astype(np.int64)
 
 
+#: The named streams of an episode's jobs (``locality`` is created only when it is used).
+_JOB_STREAMS: tuple[str, ...] = ("arrivals", "durations", "workloads", "capability", "coef",
+                                 "weights")
+
+
 @dataclass(frozen=True, eq=False)
 class PaperJobSampler:
     """The job stream of the paper's §V-A, drawn from independent named streams of the episode
@@ -176,25 +182,25 @@ class PaperJobSampler:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", validate_params(self.params))
+        # rng.stream's generators, set up in one compiled call (the same draws)
+        object.__setattr__(self, "_streams", StreamSet(*_JOB_STREAMS))
 
     def __call__(self, episode_seed: int) -> Jobs:
         """One episode's jobs from ``episode_seed``."""
         p = self.params
         R, T = p["n_instances"], p["horizon"]
-        s = poisson_arrivals(rngs.stream(episode_seed, "arrivals"), p["arrival_rate"], T,
+        st = self._streams.get(episode_seed)  # type: ignore[attr-defined]
+        s = poisson_arrivals(st["arrivals"], p["arrival_rate"], T,
                              p["n_jobs"]).astype(np.int64, copy=False)
         N = s.size
-        D = rngs.stream(episode_seed, "durations").exponential(p["duration_mean"], N)
+        D = st["durations"].exponential(p["duration_mean"], N)
         e = np.minimum(T - 1, s + np.floor(D).astype(np.int64))
-        rho = f32(_gauss(rngs.stream(episode_seed, "workloads"), p["workload_mean"],
-                         p["workload_sd"], N))
-        xbar = f32(_gauss(rngs.stream(episode_seed, "capability"), p["capability_mean"],
-                          p["capability_sd"], (N, R)))
+        rho = f32(_gauss(st["workloads"], p["workload_mean"], p["workload_sd"], N))
+        xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
         a_lo, a_hi = p["coef_range"]
         b_lo, b_hi = p["weight_range"]
-        coef = f32(rngs.stream(episode_seed, "coef").uniform(
-            a_lo, a_hi, N if p["coef_scope"] == "job" else (N, R, T)))
-        weight = f32(rngs.stream(episode_seed, "weights").uniform(b_lo, b_hi, (N, R, T)))
+        coef = f32(st["coef"].uniform(a_lo, a_hi, N if p["coef_scope"] == "job" else (N, R, T)))
+        weight = f32(st["weights"].uniform(b_lo, b_hi, (N, R, T)))
         allowed = np.ones((N, R), dtype=bool)
         m = p["locality_size"]
         if m is not None and m < R:  # the only user of its stream: created only then
