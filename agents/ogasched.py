@@ -63,6 +63,9 @@ class OgaSched(Agent):
         self._D = inst.diameter_bound()
         self._G = inst.gradient_bound()
         self._shape = (inst.n_edges, inst.n_resources)
+        # Under arrivals="hidden" the observation carries x(t-1), so the "oco" step with it is
+        # taken before playing: the step sizes and the played sequence match "revealed".
+        self._hidden = getattr(self.env, "arrivals_protocol", "revealed") == "hidden"
 
     def _init_state(self, index: int) -> dict[str, Any]:
         return {"y": None, "eta": self.eta0, "t": 0}
@@ -92,15 +95,23 @@ class OgaSched(Agent):
         x = np.asarray(obs["arrivals"], dtype=np.float64)
         if self.timing == "oco":
             y = state["y"] if state["y"] is not None else np.zeros(self._shape)
-            played = y
-            state["y"] = self._ascend(x, y, state)
-        else:  # lookahead (authors' code)
-            if state["y"] is None:
-                played = fairness_allocation(inst, x)
-            else:
-                played = self._ascend(x, state["y"], state)
-                played[x[inst.edge_type] == 0] = 0.0
-            state["y"] = played
+            if self._hidden:  # obs carries x(t-1): step with it first (none at the first slot)
+                if state["t"] > 0:
+                    y = self._ascend(x, y, state)
+                    state["eta"] *= self.decay
+                state["y"] = played = y
+            else:  # obs carries x(t): play y(t), then step with x(t)
+                played = y
+                state["y"] = self._ascend(x, y, state)
+                state["eta"] *= self.decay
+            state["t"] += 1
+            return self.env.encode_action(played)
+        if state["y"] is None:  # lookahead (authors' code)
+            played = fairness_allocation(inst, x)
+        else:
+            played = self._ascend(x, state["y"], state)
+            played[x[inst.edge_type] == 0] = 0.0
+        state["y"] = played
         state["eta"] *= self.decay
         state["t"] += 1
         return self.env.encode_action(played)

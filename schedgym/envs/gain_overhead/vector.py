@@ -64,6 +64,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self.instance = first.instance
         self.horizon = first.horizon
         self.action_mode: str = getattr(first, "action_mode", "allocation")
+        self.arrivals_protocol: str = first.arrivals_protocol
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
         self.observation_space = batch_space(first.observation_space, self.num_envs)
