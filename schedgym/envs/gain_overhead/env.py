@@ -37,8 +37,9 @@ ARRIVAL_PROTOCOLS: tuple[str, ...] = ("revealed", "hidden")
 #: Overrides that still apply with an explicit ``instance=`` (they do not shape the instance).
 EPISODE_PARAMS: tuple[str, ...] = ("horizon", "arrival_prob")
 
-#: Default of ``max_memory_gb``: the most memory (GiB, estimated) a configuration may need.
-MAX_MEMORY_GB = 4.0
+#: Default of ``memory_limit_mb``: the most memory (MB = 2**20 bytes, estimated) a configuration
+#: may need.
+MEMORY_LIMIT_MB = 4096.0
 
 
 def memory_estimate(n_types: int, n_instances: int, n_resources: int, horizon: int,
@@ -50,16 +51,16 @@ def memory_estimate(n_types: int, n_instances: int, n_resources: int, horizon: i
                  + 8 * 16 * n_edges * n_resources + 8 * 8 * n_instances * n_resources)
 
 
-def check_memory(limit_gb: float, n_types: int, n_instances: int, n_resources: int,
+def check_memory(limit_mb: float, n_types: int, n_instances: int, n_resources: int,
                  horizon: int, n_edges: int) -> None:
-    """Raise ``ValueError`` with the figure when :func:`memory_estimate` exceeds ``limit_gb``."""
-    need = memory_estimate(n_types, n_instances, n_resources, horizon, n_edges) / 2**30
-    if need > limit_gb:
+    """Raise ``ValueError`` with the figure when :func:`memory_estimate` exceeds ``limit_mb`` MB."""
+    need = memory_estimate(n_types, n_instances, n_resources, horizon, n_edges) / 2**20
+    if need > limit_mb:
         raise ValueError(
             f"GainOverhead-v0 with n_types={n_types}, n_instances={n_instances}, "
             f"n_resources={n_resources}, horizon={horizon} (~{n_edges} edges) needs about "
-            f"{need:.1f} GiB, above max_memory_gb={limit_gb}: lower the sizes or pass a larger "
-            "max_memory_gb"
+            f"{need:.0f} MB, above memory_limit_mb={limit_mb:g}: lower the sizes or pass a "
+            "larger memory_limit_mb"
         )
 
 
@@ -67,14 +68,14 @@ class _CheckedGenerator:
     """The synthetic generator, refusing sizes whose memory estimate is above the limit before
     it allocates anything."""
 
-    def __init__(self, limit_gb: float) -> None:
-        self.limit_gb = limit_gb
+    def __init__(self, limit_mb: float) -> None:
+        self.limit_mb = limit_mb
 
     def __call__(self, params: Mapping[str, Any], instance_seed: int) -> GainOverheadInstance:
         p = validate_params(params)
         choices = p.degree_choices or (4,)
         edges = p.n_instances * min(max(choices), p.n_types)
-        check_memory(self.limit_gb, p.n_types, p.n_instances, p.n_resources, p.horizon, edges)
+        check_memory(self.limit_mb, p.n_types, p.n_instances, p.n_resources, p.horizon, edges)
         return generate(p, instance_seed)
 
 
@@ -164,7 +165,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/GainOverhead-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="allocation", arrivals="revealed",
-    instance_features=False, max_memory_gb=4.0, **overrides)``. Scenarios: ``paper-default``,
+    instance_features=False, memory_limit_mb=4096, **overrides)``. Scenarios: ``paper-default``,
     ``paper-headline``, ``large-scale`` and the trace-driven ``alibaba-gpu-2023``
     (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``, ``degree_cap``,
     ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
@@ -187,7 +188,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     ====================  ============  =========================================================
 
     An explicit ``instance`` (a :class:`GainOverheadInstance`) replaces the generator; only
-    ``horizon`` and ``arrival_prob`` may then be overridden (others raise). ``max_memory_gb``
+    ``horizon`` and ``arrival_prob`` may then be overridden (others raise). ``memory_limit_mb`` (MB)
     refuses configurations whose estimated memory (:func:`memory_estimate`) is larger.
 
     Seeds: the instance is drawn once from ``instance_seed``; ``reset(seed=s)`` pre-draws the
@@ -230,13 +231,13 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         action_mode: str = "allocation",
         arrivals: str = "revealed",
         instance_features: bool = False,
-        max_memory_gb: float = MAX_MEMORY_GB,
+        memory_limit_mb: float = MEMORY_LIMIT_MB,
         **overrides: Any,
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, actions.ACTION_MODES)
         self.arrivals_protocol: str = check_choice("arrivals", arrivals, ARRIVAL_PROTOCOLS)
         self.instance_features: bool = check_bool("instance_features", instance_features)
-        limit = check_float("max_memory_gb", max_memory_gb, low=0.0, low_open=True)
+        limit = check_float("memory_limit_mb", memory_limit_mb, low=0.0, low_open=True)
         if instance is not None:
             _refuse_instance_conflicts(overrides)
         instance, raw, sampler, source = self._setup(

@@ -105,18 +105,23 @@ def test_explicit_instance_keeps_episode_overrides():
 
 
 def test_huge_sizes_are_refused_with_the_figure_before_allocating():
-    with pytest.raises(ValueError, match=r"needs about [0-9.]+ GiB, above max_memory_gb=4"):
+    with pytest.raises(ValueError, match=r"needs about [0-9]+ MB, above memory_limit_mb=4096"):
         gym.make(ENV_ID, n_types=10**6, n_instances=10**6, horizon=10**6)
 
 
 def test_memory_limit_is_overridable():
-    need = memory_estimate(4, 6, 3, 40, 24) / 2**30
+    need = memory_estimate(4, 6, 3, 40, 24) / 2**20
+    with pytest.raises(ValueError, match="memory_limit_mb"):
+        gym.make(ENV_ID, **SMALL, memory_limit_mb=need / 100)
+    assert gym.make(ENV_ID, **SMALL, memory_limit_mb=need * 100).unwrapped.horizon == 40
+
+
+def test_old_memory_name_is_no_longer_accepted():
     with pytest.raises(ValueError, match="max_memory_gb"):
-        gym.make(ENV_ID, **SMALL, max_memory_gb=need / 100)
-    assert gym.make(ENV_ID, **SMALL, max_memory_gb=need * 100).unwrapped.horizon == 40
+        gym.make(ENV_ID, **SMALL, max_memory_gb=4.0)
 
 
 def test_explicit_instance_with_a_huge_horizon_is_refused():
     inst = GainOverheadInstance(**_tiny_instance_kwargs())
-    with pytest.raises(ValueError, match="GiB"):
+    with pytest.raises(ValueError, match=r"needs about [0-9]+ MB, above memory_limit_mb"):
         gym.make(ENV_ID, instance=inst, horizon=10**12)
