@@ -37,6 +37,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from schedgym.envs.deadline_welfare.dynamics import f_prime_inverse
+
 #: Names of the action modes, default first (``env.unwrapped.metadata["action_modes"]``).
 ACTION_MODES: tuple[str, ...] = ("dispatch", "pricing")
 #: Size of the ``"pricing"`` action.
@@ -55,12 +57,7 @@ def _response(code: int, a: np.ndarray, m: np.ndarray, room: np.ndarray,
     """``x(λ)`` of the concave families into ``out`` given ``m = λ + p - β/C``; returns Σ x."""
     s = 0.0
     for r in range(a.size):
-        if m[r] <= 0.0:
-            x = room[r]
-        elif code == 1:
-            x = a[r] / m[r] - 1.0
-        else:
-            x = (a[r] / (2.0 * m[r])) ** 2
+        x = room[r] if m[r] <= 0.0 else f_prime_inverse(code, a[r], m[r])  # (f')^-1(m)
         x = min(max(x, 0.0), room[r])
         out[r] = x
         s += x

@@ -3,6 +3,7 @@ spatio-temporal resource mesh, maximising social welfare (OnSocMax problem)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -368,7 +369,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
                    "window": np.zeros(2, dtype=np.float32), "allowed": z,
                    "capability": z.copy(), "utility_coef": z.copy(), "cluster_weight": z.copy()}
         obs["utility_family"] = self._family.copy()
-        obs["usage"] = np.minimum(self._usage.reshape(-1).astype(np.float32), self._capacity32)
+        # float32 rounding is monotone: = min(float32(ω), float32(C)), with one temporary
+        obs["usage"] = np.minimum(self._usage.reshape(-1), self._capacity_flat).astype(np.float32)
         obs["capacity"] = self._capacity32.copy()
         obs["bounds"] = np.asarray(self._bounds, dtype=np.float32)
         obs["progress"] = np.array([min(1.0, n / max(N, 1))], dtype=np.float32)
@@ -455,7 +457,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         N = jobs.n_jobs
         if self._n >= max(N, 1):
             raise RuntimeError("step() called after the episode ended: call reset() first")
-        a, clip = clip_unit(validate_action(action, self._act_dim))
+        a, clip = self._checked_action(action)
         n = self._n
         x = np.zeros(self.instance.n_units)
         if N == 0:  # null job of an empty episode
@@ -483,8 +485,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """The step's ``info`` (documented under Rewards) for the applied dispatch ``x``
         ``(R, T)``; updates the running totals."""
         served = float(x.sum())
-        tot = self._totals
-        tot += (fj, fc, served, rho)
+        self._totals += (fj, fc, served, rho)
+        tot = self._totals.tolist()
         jobs = self.jobs
         return {
             "job_utility": fj, "cluster_utility": fc, "dispatch": x,
@@ -493,12 +495,30 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             "repair_l1": cap_l1 + wl_l1, "repair_capacity": cap_l1,
             "repair_workload": wl_l1, "action_clip": clip,
             "slot": int(jobs.arrival[n]) if jobs.n_jobs else 0, "job": n,
-            "welfare": float(tot[0] + tot[1]),
-            "welfare_jobs": float(tot[0]), "welfare_cluster": float(tot[1]),
-            "served_fraction": float(tot[2] / tot[3]) if tot[3] > 0 else 0.0,
-            "utilization": float(np.mean(self._usage / self.instance.capacity)),
+            "welfare": tot[0] + tot[1], "welfare_jobs": tot[0], "welfare_cluster": tot[1],
+            "served_fraction": tot[2] / tot[3] if tot[3] > 0 else 0.0,
+            # = np.mean (the same sum, divided by the count), without its Python overhead
+            "utilization": float((self._usage / self.instance.capacity).sum()
+                                 / self._usage.size),
             "iota": self._bounds[0], "v": self._bounds[1], "alpha_hat": self._alpha,
         }
+
+    def _checked_action(self, action: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(action clipped to [-1, 1] as float64, amount clipped)``; a wrong shape or a
+        non-finite entry raises ``validate_action``'s ``ValueError`` (the checks of
+        ``clip_unit(validate_action(...))`` with one min and one max)."""
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if a is None or a.shape != (self._act_dim,):
+            return clip_unit(validate_action(action, self._act_dim))  # raises
+        lo, hi = float(a.min()), float(a.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            validate_action(a, self._act_dim)  # raises, naming the entry
+        if lo >= -1.0 and hi <= 1.0:
+            return a, 0.0
+        return clip_unit(a)
 
     def render_state(self) -> RenderState:
         """The snapshot :mod:`.viewer` draws (utilisation of the mesh, welfare so far)."""
