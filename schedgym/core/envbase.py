@@ -27,10 +27,11 @@ def frac_box(n: int, high: float = 1.0) -> spaces.Box:
     return spaces.Box(0.0, high, shape=(n,), dtype=np.float32)
 
 
-def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
-    """Return ``action`` as a float64 vector of length ``size``; raise on wrong shape or NaN/inf.
+def as_action(action: Any, size: int, name: str = "action") -> np.ndarray:
+    """Return ``action`` as a float64 vector of length ``size`` without the finiteness check
+    (for callers that check it inside a compiled kernel and raise :func:`nonfinite_action`).
 
-    A shape other than ``(size,)`` raises ``ValueError`` naming both shapes.
+    A non-numeric input or a shape other than ``(size,)`` raises ``ValueError`` naming both.
     """
     try:
         arr = np.asarray(action, dtype=np.float64)
@@ -41,12 +42,25 @@ def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
         ) from None
     if arr.shape != (size,):
         raise ValueError(f"{name} has shape {arr.shape}: must have shape ({size},)")
+    return arr
+
+
+def nonfinite_action(arr: np.ndarray, bad: int, name: str = "action") -> ValueError:
+    """The ``ValueError`` for a non-finite entry ``arr[bad]`` (returned, the caller raises)."""
+    return ValueError(
+        f"{name} contains a non-finite entry (index {bad}: {arr[bad]!r}): every entry must "
+        "be finite"
+    )
+
+
+def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
+    """Return ``action`` as a float64 vector of length ``size``; raise on wrong shape or NaN/inf.
+
+    A shape other than ``(size,)`` raises ``ValueError`` naming both shapes.
+    """
+    arr = as_action(action, size, name)
     if not (np.isfinite(arr.min()) and np.isfinite(arr.max())):  # NaN/inf propagate to min/max
-        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(
-            f"{name} contains a non-finite entry (index {bad}: {arr[bad]!r}): every entry must "
-            "be finite"
-        )
+        raise nonfinite_action(arr, int(np.flatnonzero(~np.isfinite(arr))[0]), name)
     return arr
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedgym.core import utilities
+from schedgym.envs.gain_overhead import dynamics
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: The action modes, the default (raw allocation) first.
@@ -95,11 +96,13 @@ def decode(inst: GainOverheadInstance, mode: str, action: np.ndarray,
     ``ceiling``: :func:`price_ceiling` (computed when omitted). ``served``: bool ``(L,)``, the
     types that may receive anything (``None``: all); the env passes the observed arrivals in
     the learnable modes under the revealed protocol (see the module docstring)."""
-    half = 0.5 * (np.asarray(action, dtype=np.float64) + 1.0)
+    a = np.asarray(action, dtype=np.float64)
     caps = inst.edge_caps
-    if mode == "allocation":
-        z = half.reshape(caps.shape) * caps
+    if mode == "allocation":  # the env's compiled map (the same bits as its fused step)
+        z = np.empty(caps.shape)
+        dynamics.clip_decode_unit(a, caps.reshape(-1), z.reshape(-1))
     elif mode in ("fractions", "prices"):
+        half = 0.5 * (a + 1.0)
         frac = half.reshape(inst.n_types, inst.n_resources)[inst.edge_type]  # (E, K)
         if mode == "fractions":
             z = frac * caps

@@ -238,31 +238,44 @@ class BatchOutcome:
 
 
 @numba.njit(cache=True)
+def _score_one(z: np.ndarray, x: np.ndarray, slots: np.ndarray, caps: np.ndarray,
+               cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+               s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
+               util: np.ndarray, stats: np.ndarray, work: np.ndarray, k_star: np.ndarray) -> None:
+    """Projects ``z`` (E, K) onto Y into ``y`` and scores it against ``x`` (L,): ``util`` (R, K)
+    gets the utilization, ``stats[:3] = (distance, gain, penalty)``; ``work`` (2, L) and
+    ``k_star`` (L,) are scratch. The one step formula of the env and the vector env."""
+    _project_slots(z, slots, caps, cap, y, util)
+    for r in range(util.shape[0]):
+        for k in range(util.shape[1]):
+            util[r, k] = min(util[r, k] * inv_cap[r, k], 1.0)
+    sq = 0.0
+    for e in range(z.shape[0]):
+        for k in range(z.shape[1]):
+            sq += (y[e, k] - z[e, k]) ** 2
+    stats[0] = np.sqrt(sq)
+    stats[1], stats[2] = _reward_kernel(x, y, codes, alpha, s, type_starts, beta, work[0],
+                                        work[1], k_star)
+
+
+@numba.njit(cache=True)
 def _score_batch(z: np.ndarray, x: np.ndarray, slots: np.ndarray, caps: np.ndarray,
                  cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
                  s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
                  util: np.ndarray, stats: np.ndarray) -> None:
-    """Projects and scores each copy ``i`` of ``z`` (N, E, K) against ``x[i]``; fills ``y``,
-    ``util`` and ``stats[i] = (distance, gain, penalty)``."""
-    n_types = type_starts.size
-    tg, tp, ks = np.empty(n_types), np.empty(n_types), np.empty(n_types, dtype=np.int64)
+    """:func:`_score_one` for each copy ``i`` of ``z`` (N, E, K) against ``x[i]``."""
+    work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
     for i in range(z.shape[0]):
-        _project_slots(z[i], slots, caps, cap, y[i], util[i])
-        util[i] = np.minimum(util[i] * inv_cap, 1.0)
-        sq = 0.0
-        for e in range(z.shape[1]):
-            for k in range(z.shape[2]):
-                sq += (y[i, e, k] - z[i, e, k]) ** 2
-        stats[i, 0] = np.sqrt(sq)
-        stats[i, 1], stats[i, 2] = _reward_kernel(x[i], y[i], codes, alpha, s, type_starts, beta,
-                                                  tg, tp, ks)
+        _score_one(z[i], x[i], slots, caps, cap, inv_cap, codes, alpha, s, type_starts, beta,
+                   y[i], util[i], stats[i], work, ks)
 
 
 def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
     """Project ``z`` ``(N, E, K)`` (pre-projection allocations in resource units, e.g. decoded
     actions) onto Y and score each copy against its arrivals ``x`` ``(N, L)``.
 
-    The env's and the vector env's step: same kernel, so one copy gives the same bits as N.
+    The vector env's step; the single env's (:func:`score_action`) runs the same compiled
+    formula, so one copy gives the same bits as N.
     """
     E, K, R = inst.n_edges, inst.n_resources, inst.n_instances
     zz = np.ascontiguousarray(z, dtype=np.float64).reshape(-1, E, K)
@@ -273,6 +286,52 @@ def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> Bat
                  inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale),
                  inst.type_starts, inst.beta, y, util, stats)
     return BatchOutcome(y, util, stats[:, 0], stats[:, 1], stats[:, 2])
+
+
+@numba.njit(cache=True)
+def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
+    """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
+    ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the clip amount
+    ``max |clip(a) - a|`` (0 for an action inside the box)."""
+    moved = 0.0
+    for i in range(a.size):
+        v = min(max(a[i], -1.0), 1.0)
+        moved = max(moved, abs(v - a[i]))
+        z[i] = 0.5 * (v + 1.0) * upper[i]
+    return moved
+
+
+@numba.njit(cache=True)
+def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, slots: np.ndarray,
+                     caps: np.ndarray, cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray,
+                     alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
+                     y: np.ndarray, util: np.ndarray, stats: np.ndarray) -> int:
+    """Finite check, clip, decode, projection and score of one ``"allocation"``-mode action in
+    one call; returns the index of the first non-finite entry (nothing else done) or -1."""
+    for i in range(a.size):
+        if not np.isfinite(a[i]):
+            return i
+    z = np.empty(caps.shape)
+    stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
+    work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
+    _score_one(z, x, slots, caps, cap, inv_cap, codes, alpha, s, type_starts, beta, y, util,
+               stats, work, ks)
+    return -1
+
+
+def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray
+                 ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The single env's step in the ``"allocation"`` mode: ``a`` float64 ``(E*K,)`` (any
+    values), ``x`` ``(L,)``. Returns ``(bad, y (E, K), utilization (R, K), stats (4,))`` with
+    ``stats = (projection distance, gain, penalty, clip amount)``; ``bad`` is the index of the
+    first non-finite entry of ``a`` (then the other outputs are garbage) or -1."""
+    y = np.empty(inst.edge_caps.shape)
+    util, stats = np.empty(inst.capacities.shape), np.empty(4)
+    bad = _step_allocation(a, x, inst.edge_caps.reshape(-1), inst.instance_slots,
+                           inst.edge_caps, inst.capacities, inst.inverse_capacities,
+                           inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale),
+                           inst.type_starts, inst.beta, y, util, stats)
+    return bad, y, util, stats
 
 
 def instance_load(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:

@@ -15,9 +15,11 @@ from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import (
     SchedEnv,
     Viewer,
+    as_action,
     clip_unit,
     encode_unit,
     frac_box,
+    nonfinite_action,
     resolve_episode_seed,
     unit_box,
     validate_action,
@@ -360,28 +362,27 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._check_reset()
         if self._t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
-        inst = self.instance
-        a = validate_action(action, self._n_action)
-        a, clip = clip_unit(a)
-        z = self._target(a)
         x = self._arrivals[self._t]
-        out = dynamics.score_batch(inst, z[None], x[None])  # the vector env's kernel too
-        y, util = out.y[0], out.utilization[0]
+        if self.action_mode == "allocation":  # one compiled call: check, clip, decode, score
+            a = as_action(action, self._n_action)
+            bad, y, util, stats = dynamics.score_action(self.instance, a, x)
+            if bad >= 0:
+                raise nonfinite_action(a, bad)
+            dist, gain, penalty, clip = stats.tolist()
+        else:
+            a, clip = clip_unit(validate_action(action, self._n_action))
+            out = dynamics.score_batch(self.instance, self._target(a)[None], x[None])
+            y, util = out.y[0], out.utilization[0]
+            dist, gain, penalty = float(out.distance[0]), float(out.gain[0]), float(out.penalty[0])
         self._util = util.reshape(-1)
         self._last_alloc = y
         info = {
-            "gain": float(out.gain[0]),
-            "penalty": float(out.penalty[0]),
-            "allocation": y,
-            "arrivals": x.copy(),
-            "projection_distance": float(out.distance[0]),
-            "action_clip": clip,
-            "utilization": float(util.sum() / self._n_positive_caps),
-            "slot": self._t,
+            "gain": gain, "penalty": penalty, "allocation": y, "arrivals": x.copy(),
+            "projection_distance": dist, "action_clip": clip,
+            "utilization": float(util.sum() / self._n_positive_caps), "slot": self._t,
         }
         self._t += 1
-        truncated = self._t >= self.horizon
-        return self._obs(), float(out.reward[0]), False, truncated, info
+        return self._obs(), gain - penalty, False, self._t >= self.horizon, info
 
     def render_state(self) -> RenderState:
         """Snapshot of the last scheduled slot for :mod:`.viewer`."""
