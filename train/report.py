@@ -208,16 +208,16 @@ def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
     table = Table(title=escape(title), show_lines=False)
     table.add_column("agent", style="bold", overflow="fold")
     for _, name in cols:
-        table.add_column(escape(name), justify="right")
+        table.add_column(escape(name), justify="right", overflow="fold")
     if multi:
-        table.add_column("over instances min..max", justify="right")
-    table.add_column("ms/decision", justify="right")
+        table.add_column("over instances min..max", justify="right", overflow="fold")
+    table.add_column("ms/decision", justify="right", overflow="fold")
     for row in rows:
         cells = [fmt_ci(row.get(k, float("nan")), row.get(k + "_ci", float("nan")), 3)
                  for k, _ in cols]
         if multi:
             cells.append(f"{row['ratio_to_ref_min']:.3f}..{row['ratio_to_ref_max']:.3f}")
-        table.add_row(escape(row["agent"]), *cells, f"{row['decision_ms']:.3f}")
+        table.add_row(escape(row["agent"]), *cells, f"{row['decision_ms']:.3g}")
     Console(width=width, soft_wrap=False).print(table)
     n_inst = len(legend["instances"])
     print(f"mean ± 95% CI (Student t) over {rows[0]['episodes']} episodes"
