@@ -76,12 +76,15 @@ def _theta_small(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> f
     """theta for a group with ``g(0) > c`` by evaluating g at every breakpoint (no sort).
 
     g is non-increasing, so the largest breakpoint ``lo`` with ``g > c`` and the smallest ``hi``
-    with ``g <= c`` are consecutive and g is linear between them.
+    with ``g <= c`` are consecutive and g is linear between them. A breakpoint outside the current
+    ``(lo, hi)`` cannot move either, so g is evaluated only inside it.
     """
     lo, glo = 0.0, g0  # g(0) = g0 > c
     hi, ghi = math.inf, -math.inf
     for j in range(2 * n):
         bp = max(z[j] - a[j] if j < n else z[j - n], 0.0)
+        if bp <= lo or bp >= hi:
+            continue
         g = _g(z, a, n, bp)
         if g > c:
             lo = max(lo, bp)
