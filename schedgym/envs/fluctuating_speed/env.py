@@ -217,6 +217,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self._sample_arrivals: ArrivalSampler = sampler or bernoulli_arrivals(
             inst.n_types, params.probs(inst.n_types))
         self._oracle = OracleSolver(inst)
+        self._tabs = dynamics.slot_tables(inst)
 
         self._build_spaces()
         self.episode_seed: int | None = None
@@ -230,9 +231,13 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         inst = self.instance
         L, R, K, E = inst.n_types, inst.n_instances, inst.n_resources, inst.n_edges
         grid = self.action_mode == "scores"
+        # where edge e's feedback/use sit in the observation: per edge, or on the (L, R) grid
+        self._cell = np.ascontiguousarray(inst.cell_of_edge if grid else np.arange(E),
+                                          dtype=np.int64)
         self.action_space: spaces.Space[Any] = (
             actions.scores_space(L, R) if grid else spaces.MultiBinary(E))
         per_edge = L * R if grid else E
+        self._n_cells = per_edge
         boxes: dict[str, spaces.Space[Any]] = {"arrivals": frac_box(L), "utilization": frac_box(K),
                  "feedback": frac_box(per_edge), "used": frac_box(per_edge),
                  "waiting": frac_box(L), "progress": frac_box(1)}
@@ -246,7 +251,6 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self._t = 0
         self._clip = 0.0
         self._last_x = np.zeros(inst.n_edges, dtype=np.int8)
-        self._last_feedback = np.zeros(inst.n_edges)
         self._origin = -np.ones(inst.n_types)  # arrival slot of the oldest unserved job
 
     # ---------------------------------------------------------------- helpers
@@ -266,21 +270,15 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         """Index of the slot about to be scheduled (0-based)."""
         return self._t
 
-    def _obs(self) -> dict[str, np.ndarray]:
-        inst = self.instance
-        t = self._t
-        x = self._arrivals[t] if t < self.horizon else np.zeros(inst.n_types)
-        feedback, used = self._last_feedback, self._last_x
-        if self.action_mode == "scores":
-            feedback, used = actions.to_grid(inst, feedback), actions.to_grid(inst, used)
-        obs = {
-            "arrivals": x.astype(np.float32),
-            "utilization": dynamics.utilization(inst, self._last_x).astype(np.float32),
-            "feedback": feedback.astype(np.float32),
-            "used": used.astype(np.float32),
-            "waiting": (dynamics.waiting_times(self._origin, t) / self.horizon).astype(np.float32),
-            "progress": np.array([t / self.horizon], dtype=np.float32),
-        }
+    def _obs(self, util: np.ndarray, feedback: np.ndarray,
+             x: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation at the start of slot ``self._t`` after a slot that used ``x`` with
+        ``feedback`` and per-type ``util`` (:func:`~.dynamics.slot_observation`, the builder the
+        vector env uses too)."""
+        t, T = self._t, self.horizon
+        obs = dynamics.slot_observation(
+            self._arrivals[min(t, T - 1)], util, feedback, x, self._origin, t, T, self._cell,
+            self._n_cells)
         if self.instance_features:
             obs["instance"] = self._features.copy()
         return obs
@@ -300,80 +298,33 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
             (self.horizon, inst.n_edges))
         self._zraw = inst.mean + inst.std * noise
         self._reset_state()
-        self._origin = dynamics.open_waits(self._origin, self._arrivals[0], 0)
+        dynamics.advance_waits(self._origin, self._last_x, self._tabs.port_of_edge,
+                               self._arrivals[0], 0, True)  # opens slot 0's waits
         self._needs_reset = False
-        return self._obs(), {"arrivals": self._arrivals[0].copy(), "slot": 0}
-
-    def _apply(self, action: Any, arr: np.ndarray) -> tuple[np.ndarray, int, int, int]:
-        """Validate, mask and (by ``invalid_action``) repair ``action``; returns ``(x applied,
-        entries requested, entries masked, entries repaired)``. In ``"scores"`` mode the decoder
-        gives a feasible selection (nothing masked or repaired)."""
-        inst = self.instance
-        if self.action_mode == "scores":
-            scores, self._clip = actions.check_scores(inst, action)
-            x = actions.decode_scores(inst, scores, arr)
-            return x, int(x.sum()), 0, 0
-        x_req = dynamics.validate_selection(action, inst.n_edges)
-        x = x_req * dynamics.edge_mask(inst, arr)
-        n_masked = int(x_req.sum() - x.sum())
-        n_repaired = 0
-        if not dynamics.is_feasible(inst, x):
-            if self.invalid_action == "raise":
-                raise ValueError(
-                    f"action breaks capacity: devices requested A x = "
-                    f"{dynamics.load(inst, x).tolist()} > c = {inst.capacities.tolist()} "
-                    "(after masking absent ports); use invalid_action='repair' to repair it"
-                )
-            x, n_repaired = dynamics.repair(inst, x)
-        return x, int(x_req.sum()), n_masked, n_repaired
-
-    def _info(self, x: np.ndarray, arr: np.ndarray, z_net: np.ndarray, reward: float,
-              counts: tuple[int, int, int]) -> dict[str, Any]:
-        """The step's ``info`` (see the class docstring's Rewards section)."""
-        inst = self.instance
-        n_selected, n_masked, n_repaired = counts
-        info: dict[str, Any] = {
-            "selection": x.copy(),
-            "arrivals": arr.copy(),
-            "feedback": np.where(x.astype(bool), z_net, 0.0),
-            "reward": reward,
-            "raw_utility": float(x @ (self._zraw[self._t] - inst.cost)),
-            "expected_reward": float(inst.theta @ x),
-            "n_selected": n_selected,
-            "n_masked": n_masked,
-            "n_repaired": n_repaired,
-            "repaired": n_repaired > 0,
-            "utilization": float(dynamics.utilization(inst, x).mean()),
-            "slot": self._t,
-        }
-        if self.action_mode == "scores":
-            info["action_clip"] = self._clip
-        if self.compute_oracle:
-            x_star, v_star = self._oracle.solve(arr)
-            info["oracle_value"] = v_star
-            info["pseudo_regret"] = v_star - info["expected_reward"]
-            info["realised_regret"] = float(x_star @ z_net) - reward
-        return info
+        first = self._obs(np.zeros(inst.n_resources), np.zeros(inst.n_edges), self._last_x)
+        return first, {"arrivals": self._arrivals[0].copy(), "slot": 0}
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                          dict[str, Any]]:
         self._check_reset()
-        if self._t >= self.horizon:
+        t, T = self._t, self.horizon
+        if t >= T:
             raise RuntimeError("step() called after the episode ended: call reset() first")
-        inst = self.instance
-        arr = self._arrivals[self._t]
-        x, n_selected, n_masked, n_repaired = self._apply(action, arr)
-        z_net = dynamics.net_utility(self._zraw[self._t], inst.cost)
-        reward = float(x @ z_net)
-        info = self._info(x, arr, z_net, reward, (n_selected, n_masked, n_repaired))
-        self._last_x = x
-        self._last_feedback = info["feedback"].copy()
-        self._origin = dynamics.close_waits(inst, self._origin, x)
-        self._t += 1
-        if self._t < self.horizon:
-            self._origin = dynamics.open_waits(self._origin, self._arrivals[self._t], self._t)
-        truncated = self._t >= self.horizon
-        return self._obs(), reward, False, truncated, info
+        arr = self._arrivals[t]
+        if self.action_mode == "scores":  # the decoder gives a feasible selection
+            scores, self._clip = actions.check_scores(self.instance, action)
+            action = actions.decode_scores(self.instance, scores, arr)
+        xs, v = self._oracle.solve(arr) if self.compute_oracle else (None, None)
+        o = dynamics.apply_slot(self._tabs, action, arr, self._zraw[t], xs,
+                                self.invalid_action == "repair")
+        info = dynamics.slot_info(o, arr, t, v)
+        if self.action_mode == "scores":
+            info["action_clip"] = self._clip
+        self._last_x = o.x
+        self._t = t + 1
+        dynamics.advance_waits(self._origin, o.x, self._tabs.port_of_edge,
+                               self._arrivals[min(t + 1, T - 1)], t + 1, t + 1 < T)
+        return self._obs(o.util, o.feedback, o.x), info["reward"], False, t + 1 >= T, info
 
     def render_state(self) -> RenderState:
         """Snapshot of the slot just scheduled for :mod:`~.viewer`."""

@@ -150,9 +150,8 @@ def test_scores_observation_is_the_grid_of_the_selection_observation():
     inst = a.unwrapped.instance
     scores = np.linspace(1.0, 0.2, 320).astype(np.float32)
     for _ in range(3):
-        x = b.step(scores)[4]["selection"]
-        oa = a.step(x)[0]
-    ob = b.unwrapped._obs()
+        ob, _, _, _, info = b.step(scores)
+        oa = a.step(info["selection"])[0]
     np.testing.assert_array_equal(ob["feedback"], to_grid(inst, oa["feedback"]).astype(np.float32))
     np.testing.assert_array_equal(ob["used"], to_grid(inst, oa["used"]).astype(np.float32))
     for key in ("arrivals", "utilization", "waiting", "progress"):
