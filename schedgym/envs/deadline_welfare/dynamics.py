@@ -257,6 +257,27 @@ def apply_batch(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np
                 coef[b], weight[b], x[b])
 
 
+@numba.njit(cache=True)
+def episode_tables(mask: np.ndarray, capability: np.ndarray, coef: np.ndarray,
+                   weight: np.ndarray, upper: np.ndarray, obs: np.ndarray) -> None:
+    """The env's per-episode tables from ``(N, U)`` job arrays (flat units), in one pass:
+    ``upper`` float64 ``(N, U)`` = x̄ on ℛ_n, 0 off it (the action map's upper end), and the
+    float32 observation rows ``obs`` ``(N, 4, U)``: allowed, capability, coef, weight (0 off
+    ℛ_n)."""
+    N, U = mask.shape
+    for n in range(N):
+        for u in range(U):
+            if mask[n, u]:
+                upper[n, u] = capability[n, u]
+                obs[n, 0, u] = 1.0
+                obs[n, 1, u] = capability[n, u]
+                obs[n, 2, u] = coef[n, u]
+                obs[n, 3, u] = weight[n, u]
+            else:
+                upper[n, u] = 0.0
+                obs[n, 0, u] = obs[n, 1, u] = obs[n, 2, u] = obs[n, 3, u] = 0.0
+
+
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
            workload: float) -> Repair:
     """The documented repair rule, in order (all arrays ``(R, T)``, workload units):

@@ -385,15 +385,13 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         and ``(N, 3)`` (ρ_n, s_n, e_n)."""
         N, U = jobs.n_jobs, self.instance.n_units
         m = jobs.mask.reshape(N, U)
-        self._ep_mask = np.ascontiguousarray(m)
-        self._ep_upper = np.where(m, jobs.capability.reshape(N, U), 0.0)
-        self._ep_coef = np.ascontiguousarray(jobs.coef.reshape(N, U), dtype=np.float64)
-        self._ep_weight = np.ascontiguousarray(jobs.weight.reshape(N, U), dtype=np.float64)
+        self._ep_mask = m
+        self._ep_coef = jobs.coef.reshape(N, U)  # read-only views (Jobs' arrays are contiguous)
+        self._ep_weight = jobs.weight.reshape(N, U)
+        self._ep_upper = np.empty((N, U))
         tab = np.empty((N, 4, U), dtype=np.float32)
-        tab[:, 0] = m
-        tab[:, 1] = self._ep_upper
-        tab[:, 2] = np.where(m, self._ep_coef, 0.0)
-        tab[:, 3] = np.where(m, self._ep_weight, 0.0)
+        dynamics.episode_tables(m, jobs.capability.reshape(N, U), self._ep_coef,
+                                self._ep_weight, self._ep_upper, tab)
         self._ep_obs = tab
         sc = np.empty((N, 3), dtype=np.float32)
         sc[:, 0] = jobs.workload
