@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import gymnasium as gym
+import numba
 import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
@@ -78,13 +79,26 @@ def decode_unit(action: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return (np.asarray(action, dtype=np.float64) + 1.0) * 0.5 * upper
 
 
+@numba.njit(cache=True)
+def _encode_flat(value: np.ndarray, upper: np.ndarray, out: np.ndarray) -> None:
+    """:func:`encode_unit` on flat arrays of one length (``out`` float32)."""
+    for i in range(value.size):
+        u = upper[i]
+        a = 2.0 * value[i] / u - 1.0 if u > 0 else -1.0
+        out[i] = a if a != a else min(max(a, -1.0), 1.0)  # NaN stays NaN, as np.clip
+
+
 def encode_unit(value: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Inverse of :func:`decode_unit` (entries with ``upper == 0`` map to -1), float32 in
-    [-1, 1]."""
-    value = np.asarray(value, dtype=np.float64)
-    safe = np.where(upper > 0, upper, 1.0)
-    a = np.where(upper > 0, 2.0 * value / safe - 1.0, -1.0)
-    return np.clip(a, -1.0, 1.0).astype(np.float32)
+    [-1, 1]: ``clip(2 value / upper - 1, -1, 1)``; ``value`` and ``upper`` broadcast."""
+    v = np.asarray(value, dtype=np.float64)
+    u = np.asarray(upper, dtype=np.float64)
+    if v.shape != u.shape:
+        v, u = np.broadcast_arrays(v, u)
+    out = np.empty(v.shape, dtype=np.float32)
+    _encode_flat(np.ascontiguousarray(v).reshape(-1), np.ascontiguousarray(u).reshape(-1),
+                 out.reshape(-1))
+    return out
 
 
 def resolve_episode_seed(seed: int | None, np_random: np.random.Generator) -> int:
