@@ -424,3 +424,32 @@ def slot_observation(arrivals: np.ndarray, util: np.ndarray, feedback: np.ndarra
     observe(arrivals, util, feedback, x, origin, t, horizon, cell, o["arrivals"],
             o["utilization"], o["feedback"], o["used"], o["waiting"], o["progress"])
     return o
+
+
+# ------------------------------------------------------------ per-cell feedback statistics
+#: The observation keys of ``feedback_stats=True``.
+STATS_KEYS = ("feedback_mean", "feedback_count")
+
+
+def accumulate_feedback(fsum: np.ndarray, fcount: np.ndarray, x: np.ndarray,
+                        feedback: np.ndarray) -> None:
+    """In place: add a slot's semi-bandit feedback to the running sums. ``fsum`` float64 and
+    ``fcount`` int64, ``x`` int8 and ``feedback`` float64 (0 off the used channels), all
+    ``(..., E)`` (one row per copy in the vector env)."""
+    fsum += feedback
+    fcount += x
+
+
+def feedback_stats(fsum: np.ndarray, fcount: np.ndarray, horizon: int, cell: np.ndarray,
+                   n_cells: int) -> dict[str, np.ndarray]:
+    """The ``feedback_stats`` observation entries, float32 ``(..., n_cells)`` in [0, 1]:
+    ``feedback_mean`` = ``fsum / fcount``, the running mean of the observed net utility
+    ``clip(Z_e - C_e, 0, 1)`` of every channel (0 if never used), and ``feedback_count`` =
+    ``fcount / T``, how often it was observed, as a share of the horizon ``T``. Edge ``e`` goes to
+    entry ``cell[e]`` (0 elsewhere), as the ``feedback`` entry."""
+    seen = fcount > 0
+    mean = np.where(seen, fsum / np.where(seen, fcount, 1), 0.0)
+    out = {k: np.zeros((*fsum.shape[:-1], n_cells), dtype=np.float32) for k in STATS_KEYS}
+    out["feedback_mean"][..., cell] = mean
+    out["feedback_count"][..., cell] = fcount / horizon
+    return out

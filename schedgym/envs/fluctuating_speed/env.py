@@ -93,6 +93,12 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     instance seed. ``instance_features=True`` adds ``instance`` ``((K + 2) L R,)``: the edge
     indicator, the requests as shares of the capacities ``min(a_k^e / c_k, 1)`` per type and the
     known costs ``min(C_e, 1)``, each on the grid (the utility means stay hidden).
+    ``feedback_stats=True`` adds, laid out as ``feedback`` (per edge, or on the grid in
+    ``"scores"`` mode), the running statistics an online learner keeps (ESDP, HAUF):
+    ``feedback_mean``, each channel's mean observed net utility ``clip(Z_e - C_e, 0, 1)`` over
+    the slots it was used so far this episode (0 if never), and ``feedback_count``, the number
+    of those slots divided by ``T``. They make a memoryless policy able to tell good channels
+    from bad ones on an instance it has never seen.
 
     ## Rewards
     ``sum_e x_e clip(Z_e(t) - C_e, 0, 1)`` over the applied selection (the normalised AOU
@@ -117,7 +123,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/FluctuatingSpeed-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, invalid_action="repair", compute_oracle=True,
-    action_mode="selection", instance_features=False, **overrides)``. Scenarios:
+    action_mode="selection", instance_features=False, feedback_stats=False, **overrides)``.
+    Scenarios:
     ``paper-default`` (ESDP Table 3), ``paper-headline`` (T = 8000), ``literal-capacity``
     (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative sizes and arrivals from
     the shipped Alibaba trace sample, see
@@ -190,10 +197,12 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         compute_oracle: bool = True,
         action_mode: str = "selection",
         instance_features: bool = False,
+        feedback_stats: bool = False,
         **overrides: Any,
     ) -> None:
         self.action_mode = check_choice("action_mode", action_mode, actions.ACTION_MODES)
         self.instance_features = check_bool("instance_features", instance_features)
+        self.feedback_stats = check_bool("feedback_stats", feedback_stats)
         self.invalid_action = check_choice("invalid_action", invalid_action,
                                            INVALID_ACTION_MODES)
         self.compute_oracle = check_bool("compute_oracle", compute_oracle)
@@ -244,6 +253,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         if self.instance_features:
             self._features = actions.instance_features(inst)
             boxes["instance"] = frac_box(self._features.shape[0])
+        if self.feedback_stats:
+            boxes.update({k: frac_box(per_edge) for k in dynamics.STATS_KEYS})
         self.observation_space = cast(ObsSpace, spaces.Dict(boxes))
 
     def _reset_state(self) -> None:
@@ -251,6 +262,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self._t = 0
         self._clip = 0.0
         self._last_x = np.zeros(inst.n_edges, dtype=np.int8)
+        self._fsum = np.zeros(inst.n_edges)  # running sum of the observed net utility per edge
+        self._fcount = np.zeros(inst.n_edges, dtype=np.int64)  # slots each edge was used
         self._origin = -np.ones(inst.n_types)  # arrival slot of the oldest unserved job
 
     # ---------------------------------------------------------------- helpers
@@ -281,6 +294,9 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
             self._n_cells)
         if self.instance_features:
             obs["instance"] = self._features.copy()
+        if self.feedback_stats:
+            obs.update(dynamics.feedback_stats(self._fsum, self._fcount, T, self._cell,
+                                               self._n_cells))
         return obs
 
     # -------------------------------------------------------------- gym API
@@ -321,6 +337,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         if self.action_mode == "scores":
             info["action_clip"] = self._clip
         self._last_x = o.x
+        dynamics.accumulate_feedback(self._fsum, self._fcount, o.x, o.feedback)
         self._t = t + 1
         dynamics.advance_waits(self._origin, o.x, self._tabs.port_of_edge,
                                self._arrivals[min(t + 1, T - 1)], t + 1, t + 1 < T)

@@ -23,8 +23,9 @@ per-slot selection is solved once per reset for the whole episode (cached by arr
 Every ``action_mode`` works (``"scores"`` is decoded per copy by the single env's decoder, then
 goes through the same kernel; its ``action_clip`` info is kept) and so does
 ``instance_features=True`` (the static ``instance`` key is repeated from the copy's reset
-observation). Not supported: ``render_mode`` (refused at construction: render through
-``vectorization_mode="sync"``).
+observation) and ``feedback_stats=True`` (running sums kept per copy, the entries built by the
+single env's :func:`~.dynamics.feedback_stats`). Not supported: ``render_mode`` (refused at
+construction: render through ``vectorization_mode="sync"``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from schedgym.envs.fluctuating_speed import dynamics as dyn
 from schedgym.envs.fluctuating_speed.env import FluctuatingSpeedEnv
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
 
-#: The observation keys the kernel writes each slot (the others are static per episode).
+#: The observation keys the kernel writes each slot (the others are static per episode, but
+#: for the ``feedback_stats`` keys, written after the kernel).
 DYNAMIC_KEYS = ("arrivals", "utilization", "feedback", "used", "waiting", "progress")
 _FLOAT_INFO = {"reward": dyn.REWARD, "raw_utility": dyn.RAW_UTILITY,
                "expected_reward": dyn.EXPECTED, "utilization": dyn.UTIL_MEAN}
@@ -116,6 +118,8 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
             t.instance.cell_of_edge if self._scores else np.arange(t.instance.n_edges),
             dtype=np.int64)
         self._oracle = OracleSolver(t.instance) if t.compute_oracle else None
+        self._stats = t.feedback_stats
+        self._n_cells = t._n_cells
         self._alloc()
 
     def _alloc(self) -> None:
@@ -132,6 +136,8 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self._util = np.zeros((N, K))
         self._origin = -np.ones((N, L))
         self._out = np.zeros((N, dyn.N_SCALARS))
+        self._fsum = np.zeros((N, E))
+        self._fcount = np.zeros((N, E), dtype=np.int64)
         self._clip = np.zeros(N)
         self._static: list[dict[str, np.ndarray]] = [{} for _ in range(N)]
         self._autoreset = np.zeros(N, dtype=bool)
@@ -151,7 +157,10 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self._fb[i] = 0.0
         self._util[i] = 0.0
         self._origin[i] = dyn.open_waits(-np.ones(self.instance.n_types), env.arrivals[0], 0)
-        self._static[i] = {k: v for k, v in obs.items() if k not in DYNAMIC_KEYS}
+        self._fsum[i] = 0.0
+        self._fcount[i] = 0
+        self._static[i] = {k: v for k, v in obs.items()
+                           if k not in DYNAMIC_KEYS and k not in dyn.STATS_KEYS}
         return obs, info
 
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -202,6 +211,16 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
                         obs["waiting"][i], obs["progress"][i])
             for k, v in self._static[i].items():
                 obs[k][i] = v
+        self._stats_obs(obs, rows)
+
+    def _stats_obs(self, obs: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        """The ``feedback_stats`` entries of rows ``rows`` (bool ``(N,)``) from the running sums
+        (:func:`~.dynamics.feedback_stats`, as the single env); nothing without the option."""
+        if self._stats:
+            st = dyn.feedback_stats(self._fsum[rows], self._fcount[rows], self.horizon,
+                                    self._cell, self._n_cells)
+            for k, v in st.items():
+                obs[k][rows] = v
 
     # -------------------------------------------------------------------- steps
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray,
@@ -221,6 +240,9 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
             dyn.validate_selection(acts[bad], self.instance.n_edges)  # raises, naming the entry
         if status == dyn.OVER_CAPACITY:
             raise dyn.capacity_error(self._tabs, self._x[bad])
+        if self._stats:  # rows being reset are zeroed by their reset below
+            dyn.accumulate_feedback(self._fsum, self._fcount, self._x, self._fb)
+            self._stats_obs(obs, active)
         for i in np.flatnonzero(active):
             for k, v in self._static[i].items():
                 obs[k][i] = v

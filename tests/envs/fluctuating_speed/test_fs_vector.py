@@ -44,7 +44,10 @@ def _play(sync, native, steps: int, seed: int, density: float | None = None) -> 
 @pytest.mark.parametrize("kw", [{}, {"compute_oracle": False}, {"capacity_scale": 1},
                                 {"arrival_prob": 0.5, "horizon": 3},
                                 {"action_mode": "scores", "instance_features": True},
-                                {"instance_features": True, "compute_oracle": False}])
+                                {"instance_features": True, "compute_oracle": False},
+                                {"feedback_stats": True},
+                                {"action_mode": "scores", "instance_features": True,
+                                 "feedback_stats": True}])
 def test_vector_equals_sync_vector_env_across_autoresets(kw):
     sync, native = _pair(3, **kw)
     assert isinstance(native.unwrapped, FluctuatingSpeedVectorEnv)
@@ -89,8 +92,9 @@ def test_check_environments_match(kw):
                              info_comparison="equivalence")
 
 
-def test_seed_lists_none_and_reset_mask_follow_sync():
-    sync, native = _pair(3)
+@pytest.mark.parametrize("kw", [{}, {"feedback_stats": True}])
+def test_seed_lists_none_and_reset_mask_follow_sync(kw):
+    sync, native = _pair(3, **kw)
     _assert_same(sync.reset(seed=[5, 2, 9]), native.reset(seed=[5, 2, 9]), "reset")
     _assert_same(sync.reset(seed=[None, 1, None]), native.reset(seed=[None, 1, None]),
                  "reset with None: each copy goes on with its own generator")
