@@ -159,9 +159,11 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     ===================================  ==========  ==============================================
 
     ## Vector environment
-    ``gym.make_vec("schedgym/DeadlineWelfare-v0", num_envs=n)`` works with Gymnasium's
-    ``SyncVectorEnv``/``AsyncVectorEnv`` (the env pickles, every scenario included); a native
-    batched implementation is registered where ``schedgym.envs.deadline_welfare.vector`` exists.
+    ``gym.make_vec("schedgym/DeadlineWelfare-v0", num_envs=n)`` picks the native batched env
+    (:class:`~schedgym.envs.deadline_welfare.vector.DeadlineWelfareVectorEnv`, the id's
+    ``vector_entry_point``; results equal ``SyncVectorEnv`` bit for bit);
+    ``vectorization_mode="sync"``/``"async"`` give Gymnasium's wrappers (the env pickles, every
+    scenario included).
 
     ## Version History
     - v0: initial version (OnSocMax mesh, dispatch and pricing action modes, instance features).
