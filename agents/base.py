@@ -67,6 +67,18 @@ def unwrap_env(env: Any) -> tuple[Any, spaces.Space]:
     return base, space
 
 
+def _key_check(key: str, low: np.ndarray, high: np.ndarray
+               ) -> tuple[str, tuple[int, ...], Any, Any, bool]:
+    """``(key, shape, low - tol, high + tol, infinite bounds?)`` of one Box of the observation;
+    the bounds are floats where every entry's is the same, else float64 arrays."""
+    lo: Any = low - BOUNDS_TOL
+    hi: Any = high + BOUNDS_TOL
+    if low.size and lo.min() == lo.max() and hi.min() == hi.max():
+        lo, hi = float(lo.flat[0]), float(hi.flat[0])
+    infinite = not (np.isfinite(low).all() and np.isfinite(high).all())
+    return key, low.shape, lo, hi, infinite
+
+
 def _is_sb3_vec(env: Any) -> bool:
     return type(env).__module__.startswith("stable_baselines3")
 
@@ -99,14 +111,10 @@ class Agent:
                             np.asarray(s.high, dtype=np.float64))
                         for k, s in self.observation_space.spaces.items()
                         if isinstance(s, spaces.Box)}
-        # one flat comparison per observation (the check must cost little beside a decision)
-        self._shapes = [(k, low.shape) for k, (low, _) in self._bounds.items()]
-        self._low = np.concatenate([lo.ravel() for lo, _ in self._bounds.values()] or
-                                   [np.zeros(0)]) - BOUNDS_TOL
-        self._high = np.concatenate([hi.ravel() for _, hi in self._bounds.values()] or
-                                    [np.zeros(0)]) + BOUNDS_TOL
-        self._infinite_bounds = not (np.isfinite(self._low).all()
-                                     and np.isfinite(self._high).all())
+        # per key: scalar bounds where the box's bounds are uniform (two reductions, min and max,
+        # through which NaN propagates), else the arrays; the check must cost little beside a
+        # decision
+        self._checks = [_key_check(k, lo, hi) for k, (lo, hi) in self._bounds.items()]
         self._features: np.ndarray | None = None
         self._states: dict[int, Any] = {}
 
@@ -167,17 +175,19 @@ class Agent:
     def check_observation(self, obs: dict[str, np.ndarray]) -> None:
         """Raise ``ValueError`` unless ``obs`` (unbatched) fits the agent's env: shapes, bounds,
         and the same instance features as before when the observation carries them."""
-        parts = []
-        for key, shape in self._shapes:
+        for key, shape, low, high, infinite in self._checks:
             val = np.asarray(obs[key])
             if val.shape != shape:
                 raise ValueError(f"observation[{key!r}] has shape {val.shape}: this env's has "
                                  f"{shape} (another instance's or env's observation?)")
-            parts.append(val.ravel())
-        flat = np.concatenate(parts) if parts else self._low
-        ok = bool((flat >= self._low).all() and (flat <= self._high).all())  # NaN fails too
-        if not ok or (self._infinite_bounds and not np.isfinite(flat).all()):
-            self._raise_out_of_space(obs)
+            if not val.size:
+                continue
+            if isinstance(low, float):  # NaN fails both comparisons
+                ok = float(val.min()) >= low and float(val.max()) <= high
+            else:
+                ok = bool((val >= low).all() and (val <= high).all())
+            if not ok or (infinite and not np.isfinite(val).all()):
+                self._raise_out_of_space(obs)
         if "instance" in obs:
             feats = np.asarray(obs["instance"], dtype=np.float64)
             if self._features is None:
