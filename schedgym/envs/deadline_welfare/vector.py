@@ -142,7 +142,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self._job_mask[b, :N] = jobs.mask.reshape(shape)
         for buf, arr in ((self._job_cap, jobs.capability), (self._job_coef, jobs.coef),
                          (self._job_weight, jobs.weight)):
-            buf[b, :N] = np.broadcast_to(arr, jobs.mask.shape).reshape(shape)
+            buf[b, :N] = arr.reshape(shape)  # Jobs holds full (N, R, T) arrays
         self._job_scalars[b, :N, 0] = jobs.workload
         self._job_scalars[b, :N, 1] = jobs.arrival
         self._job_scalars[b, :N, 2] = jobs.deadline
