@@ -1,0 +1,41 @@
+"""README's commands and example are what CI and users run: keep them in step with the code."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from schedgym.train.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", README, flags=re.S)
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.startswith("python3 -m venv")]
+    assert len(ci) == 1
+    assert ci[0] in [b.strip() for b in _bash_blocks()], "README's test command differs from CI's"
+
+
+def test_the_readme_main_job_parses_with_the_cli():
+    main = [b.strip() for b in _bash_blocks() if "schedgym compare" in b][0]
+    argv = shlex.split(main.split(".venv/bin/schedgym ", 1)[1])
+    args = build_parser().parse_args(argv)
+    assert args.command == "compare"
+
+
+def test_the_ten_line_example_runs():
+    code = re.search(r"## Ten lines\n\n```python\n(.*?)```", README, flags=re.S)
+    assert code is not None
+    src = code.group(1).replace("horizon=500", "horizon=20")
+    ns: dict = {}
+    exec(compile(src, "README.md", "exec"), ns)
+    assert ns["done"] and ns["total"] != 0.0
