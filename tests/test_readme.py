@@ -6,8 +6,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
-
 from schedgym.train.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]

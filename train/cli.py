@@ -1,4 +1,4 @@
-"""The ``schedgym`` command line: ``schedgym {list,compare,train,reproduce,bench} ...``.
+"""The ``schedgym`` command line: ``schedgym {list,compare,train,reproduce,report,bench} ...``.
 
 Each subcommand lives in its own module and exposes ``add_parser(subparsers)`` which registers its
 arguments and sets ``func``; this file wires them together, adds ``schedgym list`` and
@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "compare": "schedgym.train.compare",
     "train": "schedgym.train.training",
     "reproduce": "schedgym.train.reproduce",
+    "report": "schedgym.train.report",
     "bench": "schedgym.train.bench",
 }
 
