@@ -75,11 +75,13 @@ def parse_value(text: str) -> Any:
 
 def make_env(env_id: str, scenario: str | None = None, instance_seed: int = 0,
              overrides: dict[str, Any] | None = None, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with schedgym's construction arguments."""
-    kw = dict(overrides or {})
+    """``gym.make`` with schedgym's construction arguments. ``kwargs`` (e.g. a learned agent's own
+    ``action_mode``/``instance_features`` from its ``run.json``) win over the run's ``overrides``
+    where both name a parameter: the model can only play in the env it was trained on."""
+    kw = {**(overrides or {}), **kwargs}
     if scenario is not None:
         kw["scenario"] = scenario
-    return gym.make(env_id, instance_seed=instance_seed, **kw, **kwargs)
+    return gym.make(env_id, instance_seed=instance_seed, **kw)
 
 
 def run_episode(

@@ -278,3 +278,16 @@ def test_tensorboard_never_deletes_an_existing_event_file(tmp_path):
     assert keep.read_bytes() == b"not ours"
     new = tmp_path / "runs" / "GainOverhead-v0" / "drf-2"
     assert list(new.glob("events.out.tfevents.*"))
+
+
+def test_a_learned_agents_mode_kwargs_merge_with_the_runs_set(tmp_path):
+    """Issue 10 regression: the compare command that `train --set instance_features=true` prints
+    passes the same key through --set and through the model's run.json; the agent's own value
+    wins and nothing is passed twice."""
+    from schedgym.train.runner import make_env
+
+    env_id = "schedgym/GainOverhead-v0"
+    env = make_env(env_id, None, 0, {**small_overrides(env_id), "instance_features": False},
+                   action_mode="fractions", instance_features=True)
+    obs, _ = env.reset(seed=0)
+    assert "instance" in obs and env.unwrapped.action_mode == "fractions"
