@@ -102,15 +102,17 @@ class EnvOptions:
         return kw
 
 
-def add_env_options(p: argparse.ArgumentParser, *, env_id: bool = True) -> None:
+def add_env_options(p: argparse.ArgumentParser, *, env_id: bool = True,
+                    instance_seed_default: int | None = 0) -> None:
     """Add ``ENV_ID`` (positional, unless ``env_id=False``), ``--scenario``, ``--instance-seed``
-    and ``--set KEY=VALUE`` (repeatable) to ``p``."""
+    (default ``instance_seed_default``; ``None`` lets a command tell "not given") and
+    ``--set KEY=VALUE`` (repeatable) to ``p``."""
     if env_id:
         p.add_argument("env_id", metavar="ENV_ID",
                        help="e.g. schedgym/GainOverhead-v0 (see 'schedgym list')")
     p.add_argument("--scenario", default=None,
                    help="scenario name (default: the paper default; see 'schedgym list')")
-    p.add_argument("--instance-seed", type=int, default=0,
+    p.add_argument("--instance-seed", type=int, default=instance_seed_default,
                    help="seed of the instance: graph, capacities, utilities (default 0)")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
                    help="override an env parameter, e.g. --set horizon=500 or "

@@ -40,20 +40,10 @@ from typing import Any
 import numpy as np
 
 from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
-from schedgym.train.runner import EpisodeResult, build_agent, make_env, parse_value, run_episode
+from schedgym.train.cli_options import add_env_options, parse_overrides
+from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
 from schedgym.train.stats import parse_seeds
 from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
-
-
-def parse_overrides(items: list[str] | None) -> dict[str, Any]:
-    """``["horizon=500", "beta_range=0.4:0.6"]`` -> dict."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, eq, val = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"--set {item!r} is invalid: must be key=value")
-        out[key.strip()] = parse_value(val.strip())
-    return out
 
 
 def learned_env_kwargs(spec: str) -> dict[str, Any]:
@@ -179,14 +169,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default=None, help="episode seeds, e.g. 0-4 or 0,3,7 (default 0-2)")
     p.add_argument("--episodes", type=int, default=None,
                    help="number of episodes = seeds 0..N-1 (alternative to --seeds)")
-    p.add_argument("--scenario", default=None, help="scenario name (default: the paper default)")
-    p.add_argument("--instance-seed", type=int, default=None,
-                   help="seed of the instance (default 0)")
+    add_env_options(p, env_id=False, instance_seed_default=None)
     p.add_argument("--instance-seeds", default=None,
                    help="several instances, e.g. 1000-1009: every agent plays every seed on "
                    "each; the table aggregates over all and shows the spread over instances")
-    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="override a scenario parameter, e.g. --set horizon=500 (repeatable)")
     p.add_argument("--reference", default=None,
                    help="agent the agent/reference ratios are taken to (default: the best "
                    "classical agent)")

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.train.compare import parse_overrides
+from schedgym.train.cli_options import parse_overrides
 from schedgym.train.runner import EpisodeResult
 from schedgym.train.stats import fmt_ci, fmt_seeds, mean_ci, parse_seeds
 from schedgym.train.store import RunStore, run_folder_name
