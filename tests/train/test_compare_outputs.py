@@ -291,3 +291,17 @@ def test_a_learned_agents_mode_kwargs_merge_with_the_runs_set(tmp_path):
                    action_mode="fractions", instance_features=True)
     obs, _ = env.reset(seed=0)
     assert "instance" in obs and env.unwrapped.action_mode == "fractions"
+
+
+def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
+    """FluctuatingSpeed's feedback_stats changes the observation a model was trained on: compare
+    must build the model's env with it (it failed with KeyError 'feedback_count' before)."""
+    import json
+
+    from schedgym.train.compare import learned_env_kwargs
+
+    model = tmp_path / "run" / "model.zip"
+    model.parent.mkdir()
+    kw = {"action_mode": "scores", "instance_features": True, "feedback_stats": True}
+    (model.parent / "run.json").write_text(json.dumps({"env_kwargs": {**kw, "horizon": 50}}))
+    assert learned_env_kwargs(f"ppo:{model}") == kw
