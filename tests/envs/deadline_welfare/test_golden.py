@@ -1,0 +1,175 @@
+"""Golden trajectories of DeadlineWelfare-v0: the env and its native vector env give, bit for
+bit, the observations, rewards, flags and infos recorded before the speed work of issue 11
+(commit ``902d445``), for several seeds, settings and action modes, with random actions and
+with an OnSocMax rollout. Every published number (README, docs/reproduction-onsocmax.md,
+docs/learned/*) was made with those draws, so a faster path must not move a single bit.
+
+Each trajectory is reduced to a SHA-256 over a canonical byte encoding of every value (arrays:
+dtype, shape and bytes; scalars: their Python/numpy type and exact bits; dicts in key order), so
+a changed dtype or scalar type (``float`` vs ``np.float64``) fails too. The recorded per-episode
+returns are kept beside each hash to point at the first diverging episode.
+
+Record again (only after a deliberate, documented change of the trajectories):
+``python tests/envs/deadline_welfare/test_golden.py --record``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import schedgym  # noqa: F401  (registers the env ids)
+from schedgym import agents
+from schedgym.envs.deadline_welfare import ENV_ID
+
+GOLDEN = Path(__file__).with_name("golden_trajectories.json")
+
+#: Settings: (name, make kwargs). paper-default in every family, the congested cell, Poisson
+#: episodes of variable length, locality, the pricing mode, instance features.
+SETTINGS: dict[str, dict[str, Any]] = {
+    "default-linear": {},
+    "default-log": {"utility": "log"},
+    "default-sqrt": {"utility": "sqrt"},
+    "congested-log": {"scenario": "congested", "utility": "log"},
+    "poisson-short": {"scenario": "paper-poisson", "horizon": 6, "arrival_rate": 0.4},
+    "locality-prior": {"locality_size": 3, "bound_mode": "prior", "coef_scope": "job",
+                       "n_jobs": 7},
+    "pricing-sqrt": {"action_mode": "pricing", "utility": "sqrt", "n_jobs": 9},
+    "features": {"instance_features": True, "n_jobs": 6, "instance_seed": 3},
+}
+
+
+def _canon(x: Any, out: list[bytes]) -> None:
+    """Append an exact, type-aware byte encoding of ``x`` to ``out``."""
+    if isinstance(x, dict):
+        out.append(b"{%d" % len(x))
+        for k in sorted(x):
+            out.append(str(k).encode() + b":")
+            _canon(x[k], out)
+        out.append(b"}")
+    elif isinstance(x, tuple | list):
+        out.append(b"(%d" % len(x))
+        for v in x:
+            _canon(v, out)
+        out.append(b")")
+    elif isinstance(x, np.ndarray):
+        a = np.ascontiguousarray(x)
+        out.append(f"A{a.dtype.str}{a.shape}".encode() + a.tobytes())
+    elif isinstance(x, np.generic):
+        out.append(f"G{x.dtype.str}".encode() + x.tobytes())
+    elif isinstance(x, bool | int):
+        out.append(f"{type(x).__name__}{x!r}".encode())
+    elif isinstance(x, float):
+        out.append(b"f" + struct.pack("<d", x))
+    elif x is None:
+        out.append(b"N")
+    else:
+        raise TypeError(f"no canonical encoding for {type(x).__name__}")
+
+
+class _Hasher:
+    def __init__(self) -> None:
+        self.h = hashlib.sha256()
+
+    def add(self, *values: Any) -> None:
+        buf: list[bytes] = []
+        _canon(values, buf)
+        self.h.update(b"".join(buf))
+
+
+def _single(kwargs: dict[str, Any], policy: str, seeds: list[int]) -> dict[str, Any]:
+    """Episodes of the single env: seeded resets, then one seedless reset (drawn from the env's
+    own generator); random actions (some outside [-1, 1]) or OnSocMax."""
+    env = gym.make(ENV_ID, **kwargs)
+    agent = agents.make("onsocmax", env) if policy == "onsocmax" else None
+    rng = np.random.default_rng(1234)
+    h, returns = _Hasher(), []
+    for seed in [*seeds, None]:
+        obs, info = env.reset(seed=seed)
+        h.add(obs, info)
+        ret, done = 0.0, False
+        while not done:
+            if agent is None:
+                a = (1.2 * rng.uniform(-1, 1, env.action_space.shape)).astype(np.float32)
+            else:
+                a, _ = agent.predict(obs, deterministic=True)
+            obs, r, term, trunc, info = env.step(a)
+            h.add(obs, r, term, trunc, info)
+            ret += float(r)
+            done = term or trunc
+        returns.append(ret)
+    return {"sha256": h.h.hexdigest(), "returns": returns}
+
+
+def _vector(kwargs: dict[str, Any], policy: str, num_envs: int, steps: int) -> dict[str, Any]:
+    """The native vector env over ``steps`` batched steps (autoresets included)."""
+    env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                       **kwargs)
+    agent = agents.make("onsocmax", env.unwrapped.template) if policy == "onsocmax" else None
+    rng = np.random.default_rng(99)
+    h = _Hasher()
+    obs, info = env.reset(seed=17)
+    h.add(obs, info)
+    total = np.zeros(num_envs)
+    for _ in range(steps):
+        if agent is None:
+            a = (1.2 * rng.uniform(-1, 1, env.action_space.shape)).astype(np.float32)
+        else:
+            a, _ = agent.predict(obs, deterministic=True)
+        obs, r, term, trunc, info = env.step(a)
+        h.add(obs, r, term, trunc, info)
+        total += r
+    return {"sha256": h.h.hexdigest(), "returns": total.tolist()}
+
+
+def _cases() -> dict[str, Any]:
+    """Every golden case: name -> thunk."""
+    cases: dict[str, Any] = {}
+    for name, kw in SETTINGS.items():
+        cases[f"env/{name}/random"] = (lambda kw=kw: _single(kw, "random", [0, 1, 7, 2**40]))
+        cases[f"vec/{name}/random"] = (lambda kw=kw: _vector(kw, "random", 5, 31))
+    for name in ("default-linear", "default-log", "congested-log", "locality-prior"):
+        kw = SETTINGS[name]
+        cases[f"env/{name}/onsocmax"] = (lambda kw=kw: _single(kw, "onsocmax", [0, 3]))
+        cases[f"vec/{name}/onsocmax"] = (lambda kw=kw: _vector(kw, "onsocmax", 3, 25))
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict[str, Any]:
+    return json.loads(GOLDEN.read_text())
+
+
+def test_every_case_is_recorded(golden):
+    assert sorted(golden) == sorted(CASES)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_trajectory_equals_golden(case, golden):
+    got = CASES[case]()
+    want = golden[case]
+    assert got["returns"] == want["returns"], f"{case}: returns differ"
+    assert got["sha256"] == want["sha256"], f"{case}: observations/infos differ"
+
+
+def test_hash_detects_a_scalar_type_change():
+    a, b = _Hasher(), _Hasher()
+    a.add({"x": 1.0})
+    b.add({"x": np.float64(1.0)})
+    assert a.h.digest() != b.h.digest()
+
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    GOLDEN.write_text(json.dumps({k: f() for k, f in sorted(CASES.items())}, indent=1) + "\n")
+    print(f"recorded {len(CASES)} cases in {GOLDEN}")
