@@ -11,10 +11,12 @@ linear and non-increasing with breakpoints ``{z_i - a_i} U {z_i}``; we find the 
 breakpoints whose ``g`` values straddle ``c`` and solve the linear equation between them. A point
 that exceeds its capacity only slightly (the common case after float32 action rounding) is solved
 on g's first linear piece in closed form; small groups (``n <= SMALL_GROUP``) evaluate ``g`` at
-every breakpoint (``O(n^2)``, no sort); larger ones sort the slope events and integrate
-(``O(n log n)``). One compiled kernel per group (:func:`project_group`; :func:`project_over`
-when the caller already knows the group is over capacity) serves every caller: the batched
-wrappers here, the env step and OgaSched's update (:mod:`schedgym.envs.gain_overhead.dynamics`).
+breakpoints (``O(n^2)``, no sort); larger ones sort the slope events and integrate
+(``O(n log n)``). One compiled kernel, :func:`project_block`, serves every caller (the batched
+wrappers here, the env step and OgaSched's update, :mod:`schedgym.envs.gain_overhead.dynamics`):
+the groups of one size are the columns of a block, and each step of the solve runs along the
+contiguous group axis for all of them at once (branch-free loops that vectorise; groups of a few
+entries solved one at a time cost a branch misprediction per breakpoint).
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -33,68 +35,97 @@ import math
 import numba
 import numpy as np
 
-#: Groups of at most this many entries use the sort-free O(n^2) path (faster for small n).
+#: Groups of at most this many entries use the sort-free bracket search (faster for small n).
 SMALL_GROUP = 16
 #: Relative safety margin of the final rescaling that removes the solve's rounding excess.
 _SHRINK = 1.0 - 4e-16
+#: Rows of the scratch array ``work`` of :func:`project_block` (one per-group quantity each).
+WORK_ROWS = 9
 
 
-@numba.njit(cache=True, inline="always")
-def _g(z: np.ndarray, a: np.ndarray, n: int, theta: float) -> float:
-    """``g(theta) = sum_i clip(z_i - theta, 0, a_i)`` over the first ``n`` entries."""
-    s = 0.0
-    for i in range(n):
-        s += min(max(z[i] - theta, 0.0), a[i])
-    return s
-
-
-@numba.njit(cache=True, inline="always")
-def _theta_first_segment(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
-    """theta where it lies on g's first linear piece ``[0, first positive breakpoint]``, else -1.
+@numba.njit(cache=True, error_model="numpy")
+def _first_segment(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> bool:
+    """theta of each group (column of ``Z``) where it lies on g's first linear piece ``[0, first
+    positive breakpoint]``, else -1, into ``work[1]``; returns whether a group over its capacity
+    (``work[0][g] > c[g]``) is left.
 
     There ``g(theta) = g0 - m theta`` with ``m`` the number of entries strictly between 0 and
     their cap at ``theta = 0+``, so ``theta = (g0 - c) / m`` exactly.
     """
-    m = 0
-    first = math.inf
+    n, n_groups = Z.shape
+    s0, th, m, first = work[0], work[1], work[3], work[4]
+    for g in range(n_groups):
+        m[g] = 0.0
+        first[g] = math.inf
     for i in range(n):
-        d = z[i] - a[i]
-        if d > 0.0:
-            first = min(first, d)
-        if z[i] > 0.0:
-            first = min(first, z[i])
-            if d <= 0.0 and a[i] > 0.0:
-                m += 1
-    if m == 0:
-        return -1.0
-    theta = (g0 - c) / m
-    return theta if theta <= first else -1.0
+        zr, ar = Z[i], A[i]
+        for g in range(n_groups):
+            z, a = zr[g], ar[g]
+            d = z - a
+            first[g] = min(first[g], min(d if d > 0.0 else math.inf, z if z > 0.0 else math.inf))
+            m[g] += 1.0 if (z > 0.0) & (d <= 0.0) & (a > 0.0) else 0.0
+    left = False
+    for g in range(n_groups):
+        t1 = (s0[g] - c[g]) / m[g]
+        ok = (m[g] > 0.0) & (t1 <= first[g])
+        th[g] = t1 if ok else -1.0
+        left |= (s0[g] > c[g]) & (not ok)
+    return left
 
 
-@numba.njit(cache=True)
-def _theta_small(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
-    """theta for a group with ``g(0) > c`` by evaluating g at every breakpoint (no sort).
+@numba.njit(cache=True, error_model="numpy")
+def _breakpoint(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
+    """Evaluates g at breakpoint ``work[3][g]`` of each group and narrows the group's bracket
+    ``(work[5], work[7])`` (g there ``work[6] > c >= work[8]``) with it."""
+    n, n_groups = Z.shape
+    b, gv, blo, glo, bhi, ghi = work[3], work[4], work[5], work[6], work[7], work[8]
+    for g in range(n_groups):
+        gv[g] = 0.0
+    for i in range(n):
+        zr, ar = Z[i], A[i]
+        for g in range(n_groups):
+            gv[g] += min(max(zr[g] - b[g], 0.0), ar[g])
+    for g in range(n_groups):
+        up = gv[g] > c[g]
+        blo[g] = max(blo[g], b[g] if up else 0.0)
+        glo[g] = min(glo[g], gv[g] if up else math.inf)
+        bhi[g] = min(bhi[g], math.inf if up else b[g])
+        ghi[g] = max(ghi[g], -math.inf if up else gv[g])
 
-    g is non-increasing, so the largest breakpoint ``lo`` with ``g > c`` and the smallest ``hi``
-    with ``g <= c`` are consecutive and g is linear between them. A breakpoint outside the current
-    ``(lo, hi)`` cannot move either, so g is evaluated only inside it.
+
+@numba.njit(cache=True, error_model="numpy")
+def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
+    """theta of each group with ``th = work[1] < 0`` by the bracket search (O(n^2), no sort).
+
+    g is non-increasing (also as computed: each clip and each rounded addition is monotone), so
+    the largest breakpoint ``lo`` with ``g > c`` (or 0, where ``g(0) = g0 > c``) and the smallest
+    ``hi`` with ``g <= c`` are consecutive, and g is linear between them. Evaluating g at more
+    breakpoints than needed changes neither, so the search runs along the contiguous group axis
+    (vectorised): first at every ``max(z_i, 0)`` (where an entry reaches 0), then at each
+    ``max(z_i - a_i, 0)`` (where it leaves its cap) that falls inside some open bracket.
     """
-    lo, glo = 0.0, g0  # g(0) = g0 > c
-    hi, ghi = math.inf, -math.inf
-    for j in range(2 * n):
-        bp = max(z[j] - a[j] if j < n else z[j - n], 0.0)
-        if bp <= lo or bp >= hi:
-            continue
-        g = _g(z, a, n, bp)
-        if g > c:
-            lo = max(lo, bp)
-            glo = min(glo, g)
-        else:
-            hi = min(hi, bp)
-            ghi = max(ghi, g)
-    if glo > ghi:
-        return lo + (glo - c) * (hi - lo) / (glo - ghi)
-    return hi
+    n, n_groups = Z.shape
+    s0, th, b, blo, glo, bhi, ghi = (work[0], work[1], work[3], work[5], work[6], work[7],
+                                     work[8])
+    for g in range(n_groups):
+        blo[g], glo[g], bhi[g], ghi[g] = 0.0, s0[g], math.inf, -math.inf
+    for j in range(n):
+        zr = Z[j]
+        for g in range(n_groups):
+            b[g] = max(zr[g], 0.0)
+        _breakpoint(Z, A, c, work)
+    for j in range(n):
+        zr, ar = Z[j], A[j]
+        inside = False
+        for g in range(n_groups):
+            b[g] = max(zr[g] - ar[g], 0.0)
+            inside |= (b[g] > blo[g]) & (b[g] < bhi[g]) & (th[g] < 0.0) & (s0[g] > c[g])
+        if inside:
+            _breakpoint(Z, A, c, work)
+    for g in range(n_groups):
+        t2 = (blo[g] + (glo[g] - c[g]) * (bhi[g] - blo[g]) / (glo[g] - ghi[g])
+              if glo[g] > ghi[g] else bhi[g])
+        th[g] = t2 if th[g] < 0.0 else th[g]
 
 
 @numba.njit(cache=True)
@@ -122,51 +153,73 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
     return prev  # not reached: the last event always stops the walk (g(max z) = 0 <= c)
 
 
-@numba.njit(cache=True, inline="always")
-def project_over(z: np.ndarray, a: np.ndarray, n: int, c: float, s0: float, v: np.ndarray
-                 ) -> None:
-    """:func:`project_group` for a group known to exceed its capacity: ``s0 = sum_i clip(z_i, 0,
-    a_i) > c``, summed in entry order (callers that already have it skip that pass)."""
-    theta = _theta_first_segment(z, a, n, c, s0)
-    if theta < 0.0:
-        theta = (_theta_small(z, a, n, c, s0) if n <= SMALL_GROUP
-                 else _theta_sorted(z, a, n, c, s0))
-    tot = 0.0
-    for i in range(n):
-        v[i] = min(max(z[i] - theta, 0.0), a[i])
-        tot += v[i]
-    if tot > c:  # remove rounding excess so that sum <= c holds exactly
-        f = c / tot * _SHRINK if tot > 0.0 else 1.0
-        for i in range(n):
-            v[i] *= f
+@numba.njit(cache=True)
+def _sorted_groups(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
+    """theta by :func:`_theta_sorted` of each group over its capacity left by
+    :func:`_first_segment` (``th < 0``)."""
+    n, n_groups = Z.shape
+    s0, th = work[0], work[1]
+    z, a = np.empty(n), np.empty(n)
+    for g in range(n_groups):
+        if s0[g] > c[g] and th[g] < 0.0:
+            for i in range(n):
+                z[i], a[i] = Z[i, g], A[i, g]
+            th[g] = _theta_sorted(z, a, n, c[g], s0[g])
 
 
-@numba.njit(cache=True, inline="always")
-def project_group(z: np.ndarray, a: np.ndarray, n: int, c: float, v: np.ndarray) -> None:
-    """Exact projection of ``z[:n]`` onto ``{0 <= v <= a[:n], sum v <= c}``, written to ``v[:n]``.
+@numba.njit(cache=True, error_model="numpy")
+def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
+                  work: np.ndarray) -> None:
+    """Exact projection of every column ``Z[:, g]`` of ``Z`` ``(n, G)`` (a group of ``n``
+    entries) onto ``{0 <= v <= A[:, g], sum v <= c[g]}`` into ``V[:, g]``; ``load[g]`` gets the
+    group's sum. ``A``, ``V``: ``(n, G)``; ``c``, ``load``: ``(G,)``; ``work``: ``(WORK_ROWS,
+    G)`` scratch (all C-contiguous). Units are the caller's (resource units in GainOverhead).
 
-    The one implementation of the exact projection; every wrapper calls it per group. Units are
-    the caller's (resource units in GainOverhead). ``v`` may alias neither ``z`` nor ``a``.
+    The one implementation of the exact projection; every caller (the batched wrappers here, the
+    env step and OgaSched's update) lays its groups out as columns, one block per group size. A
+    group within its capacity is clipped to its box; one barely over it is solved on g's first
+    linear piece in closed form; the rest search the bracket of breakpoints around theta
+    (:func:`_bracket`, or :func:`_theta_sorted` above ``SMALL_GROUP`` entries). All groups go
+    through each step together along the contiguous group axis (branch-free, vectorised), which
+    is far cheaper than solving groups of a few entries one at a time.
     """
-    s0 = 0.0
+    n, n_groups = Z.shape
+    s0, th, f = work[0], work[1], work[2]
+    for g in range(n_groups):
+        s0[g] = 0.0
     for i in range(n):
-        v[i] = min(max(z[i], 0.0), a[i])
-        s0 += v[i]
-    if s0 > c:
-        project_over(z, a, n, c, s0, v)
+        zr, ar = Z[i], A[i]
+        for g in range(n_groups):
+            s0[g] += min(max(zr[g], 0.0), ar[g])
+    if _first_segment(Z, A, c, work):
+        if n > SMALL_GROUP:
+            _sorted_groups(Z, A, c, work)
+        else:
+            _bracket(Z, A, c, work)
+    for g in range(n_groups):
+        th[g] = th[g] if s0[g] > c[g] else 0.0  # within capacity: the clip
+        f[g] = 0.0
+    for i in range(n):
+        zr, ar, vr = Z[i], A[i], V[i]
+        for g in range(n_groups):
+            vr[g] = min(max(zr[g] - th[g], 0.0), ar[g])
+            f[g] += vr[g]
+    for g in range(n_groups):  # remove rounding excess so that sum <= c holds exactly
+        tot = f[g]
+        f[g] = (c[g] / tot * _SHRINK if tot > 0.0 else 1.0) if tot > c[g] else 1.0
+        load[g] = 0.0
+    for i in range(n):
+        vr = V[i]
+        for g in range(n_groups):
+            vr[g] *= f[g]
+            load[g] += vr[g]
 
 
 @numba.njit(cache=True)
 def _project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
     n, n_groups = zt.shape
-    out = np.empty((n, n_groups))
-    z, a, v = np.empty(n), np.empty(n), np.empty(n)
-    for g in range(n_groups):
-        for i in range(n):
-            z[i], a[i] = zt[i, g], at[i, g]
-        project_group(z, a, n, c[g], v)
-        for i in range(n):
-            out[i, g] = v[i]
+    out, load = np.empty((n, n_groups)), np.empty(n_groups)
+    project_block(zt, at, c, out, load, np.empty((WORK_ROWS, n_groups)))
     return out
 
 

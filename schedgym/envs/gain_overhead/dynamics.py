@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from schedgym.core.projection import project_over, project_paper
+from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import derivative_one, value_one
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
@@ -137,37 +137,57 @@ def _project_slots(z: np.ndarray, slots: np.ndarray, caps: np.ndarray, cap: np.n
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
     Group ``(r, k)`` holds the channels ``slots[r, :n_r]`` (padded with -1) of instance ``r``.
-    One pass clips every entry to its box and sums the groups; only the groups whose sum exceeds
-    the capacity are projected (the common case of a nearly feasible action costs one pass).
+    The groups of each size ``n`` become the columns of one ``(n, G_n)`` block (rows of ``z`` and
+    ``caps`` copied whole) and :func:`~schedgym.core.projection.project_block` projects each
+    block at once.
     """
     n_inst, width = slots.shape
     n_res = z.shape[1]
-    zb, ab, vb = np.empty(width), np.empty(width), np.empty(width)
+    n_groups = n_inst * n_res
+    size = np.empty(n_inst, dtype=np.int64)
+    count = np.zeros(width + 1, dtype=np.int64)  # groups of each size
     for r in range(n_inst):
+        n = 0
+        while n < width and slots[r, n] >= 0:
+            n += 1
+        size[r] = n
+        count[n] += n_res
+    first = np.zeros(width + 1, dtype=np.int64)  # first group (column) of each size
+    off = np.zeros(width + 1, dtype=np.int64)  # where each size's blocks start in the buffers
+    for n in range(width):
+        first[n + 1] = first[n] + count[n]
+        off[n + 1] = off[n] + n * count[n]
+    col, nxt = np.empty(n_inst, dtype=np.int64), first.copy()
+    for r in range(n_inst):
+        col[r] = nxt[size[r]]
+        nxt[size[r]] += n_res
+    zb, ab, vb = np.empty(width * n_groups), np.empty(width * n_groups), np.empty(width * n_groups)
+    c, out, work = np.empty(n_groups), np.empty(n_groups), np.empty(WORK_ROWS * n_groups)
+    for r in range(n_inst):
+        n = size[r]
         for k in range(n_res):
-            load[r, k] = 0.0
-        for d in range(width):
-            e = slots[r, d]
-            if e < 0:
-                break
+            c[col[r] + k] = cap[r, k]
+        for d in range(n):  # row d, column col[r] - first[n] of size n's block
+            e, at = slots[r, d], off[n] + d * count[n] + col[r] - first[n]
             for k in range(n_res):
-                v = min(max(z[e, k], 0.0), caps[e, k])
-                y[e, k] = v
-                load[r, k] += v
+                zb[at + k] = z[e, k]
+                ab[at + k] = caps[e, k]
+    for g in range(count[0]):  # instances without channels use nothing
+        out[g] = 0.0
+    for n in range(1, width + 1):
+        g0, gn, lo = first[n], count[n], off[n]
+        if gn:
+            project_block(zb[lo:lo + n * gn].reshape((n, gn)), ab[lo:lo + n * gn].reshape((n, gn)),
+                          c[g0:g0 + gn], vb[lo:lo + n * gn].reshape((n, gn)), out[g0:g0 + gn],
+                          work[:WORK_ROWS * gn].reshape((WORK_ROWS, gn)))
+    for r in range(n_inst):
+        n = size[r]
         for k in range(n_res):
-            if load[r, k] <= cap[r, k]:
-                continue
-            n = 0
-            while n < width and slots[r, n] >= 0:
-                zb[n] = z[slots[r, n], k]
-                ab[n] = caps[slots[r, n], k]
-                n += 1
-            project_over(zb, ab, n, cap[r, k], load[r, k], vb)
-            tot = 0.0
-            for d in range(n):
-                y[slots[r, d], k] = vb[d]
-                tot += vb[d]
-            load[r, k] = tot
+            load[r, k] = out[col[r] + k]
+        for d in range(n):
+            e, at = slots[r, d], off[n] + d * count[n] + col[r] - first[n]
+            for k in range(n_res):
+                y[e, k] = vb[at + k]
 
 
 def project_grouped(
