@@ -97,21 +97,39 @@ def decode(inst: GainOverheadInstance, mode: str, action: np.ndarray,
     types that may receive anything (``None``: all); the env passes the observed arrivals in
     the learnable modes under the revealed protocol (see the module docstring)."""
     a = np.asarray(action, dtype=np.float64)
-    caps = inst.edge_caps
     if mode == "allocation":  # the env's compiled map (the same bits as its fused step)
+        caps = inst.edge_caps
         z = np.empty(caps.shape)
         dynamics.clip_decode_unit(a, caps.reshape(-1), z.reshape(-1))
-    elif mode in ("fractions", "prices"):
-        half = 0.5 * (a + 1.0)
-        frac = half.reshape(inst.n_types, inst.n_resources)[inst.edge_type]  # (E, K)
-        if mode == "fractions":
-            z = frac * caps
-        else:
-            pmax = price_ceiling(inst) if ceiling is None else ceiling
-            z = best_response(inst.edge_codes, inst.edge_alpha, 1.0, frac * pmax[inst.edge_type],
-                              caps, inst.reciprocal_scale)
+        if served is not None:
+            z[~np.asarray(served, dtype=bool)[inst.edge_type]] = 0.0
+        return z
+    return decode_batch(inst, mode, a[None], ceiling,
+                        None if served is None else np.asarray(served)[None])[0]
+
+
+def decode_batch(inst: GainOverheadInstance, mode: str, actions: np.ndarray,
+                 ceiling: np.ndarray | None = None, served: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """:func:`decode` of ``N`` clipped actions ``(N, L * K)`` of a learnable mode
+    (``"fractions"``, ``"prices"``) at once: targets ``(N, E, K)``; ``served`` bool ``(N, L)`` or
+    ``None``. Entrywise arithmetic only, so row ``i`` has the bits of ``decode(actions[i])``
+    (:func:`decode` is this function on a batch of one)."""
+    a = np.asarray(actions, dtype=np.float64)
+    caps = inst.edge_caps
+    half = 0.5 * (a + 1.0)
+    frac = half.reshape(-1, inst.n_types, inst.n_resources)[:, inst.edge_type]  # (N, E, K)
+    if mode == "fractions":
+        z = frac * caps
+    elif mode == "prices":
+        pmax = price_ceiling(inst) if ceiling is None else ceiling
+        shape = frac.shape
+        z = best_response(np.broadcast_to(inst.edge_codes, shape),
+                          np.broadcast_to(inst.edge_alpha, shape), 1.0,
+                          frac * pmax[inst.edge_type], np.broadcast_to(caps, shape),
+                          inst.reciprocal_scale)
     else:
         raise ValueError(f"action_mode={mode!r} is invalid: must be one of {ACTION_MODES}")
     if served is not None:
-        z[~np.asarray(served, dtype=bool)[inst.edge_type]] = 0.0
+        z[~np.asarray(served, dtype=bool)[:, inst.edge_type]] = 0.0
     return z

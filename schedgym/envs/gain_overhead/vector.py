@@ -20,11 +20,16 @@ rewards (bit for bit), terminated/truncated flags and infos, across autoresets t
 - ``step()`` before ``reset()`` raises ``gymnasium.error.ResetNeeded``.
 
 How: the copies are single :class:`GainOverheadEnv` objects that share the instance (shallow
-copies of one), so seeding, arrival draws, decoding (``decode_action``; the default mode's
-affine map :func:`schedgym.core.envbase.decode_unit` is applied to the whole batch at once),
-observations and reset infos are the single env's own code. The expensive part is batched: the
-projection and the reward of all N copies run in one call of :func:`.dynamics.score_batch`, the
-compiled kernel the single env's dynamics use as well.
+copies of one); resets go through them (seeding, the arrival draw, the reset info), so a reset
+copy is the single env's own. A step is batched: the state of every copy lives in arrays of the
+vector env (slot ``t`` ``(N,)``, utilization ``(N, R * K)``, the episodes' arrivals ``(N, T + 2,
+L)`` with a zero row before and after, whose middle rows the copies' ``_arrivals`` are views of);
+the finite check, clipping and the ``"allocation"`` decode of all copies are one compiled call
+(:mod:`.fastpath`, the single env's decode per row), the learnable modes' decode is
+:func:`.actions.decode_batch`, the projection and the reward of all copies are one call of
+:func:`.dynamics.score_batch`, and the observations are a few array operations over all copies.
+``envs`` and ``render()`` bring the copies' slot and utilization up to date before handing them
+out.
 """
 
 from __future__ import annotations
@@ -35,11 +40,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+from gymnasium.vector.utils import batch_space
 
-from schedgym.core.envbase import decode_unit
 from schedgym.core.validation import check_int
-from schedgym.envs.gain_overhead import dynamics
+from schedgym.envs.gain_overhead import actions, dynamics, fastpath
 from schedgym.envs.gain_overhead.env import GainOverheadEnv
 
 #: The per-copy info keys of a step (each with its ``_key`` mask).
@@ -56,12 +60,12 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
     def __init__(self, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any) -> None:
         self.num_envs = check_int("num_envs", num_envs, min_value=1)
         first = GainOverheadEnv(render_mode=render_mode, **kwargs)  # validates everything
-        self.envs: list[GainOverheadEnv] = [first] + [copy.copy(first)
-                                                      for _ in range(self.num_envs - 1)]
+        self._envs: list[GainOverheadEnv] = [first] + [copy.copy(first)
+                                                       for _ in range(self.num_envs - 1)]
         self.render_mode = first.render_mode
         self.metadata = {**self.metadata,
                          "action_modes": first.metadata.get("action_modes", ("allocation",))}
-        self.instance = first.instance
+        self.instance = inst = first.instance
         self.horizon = first.horizon
         self.action_mode: str = getattr(first, "action_mode", "allocation")
         self.arrivals_protocol: str = first.arrivals_protocol
@@ -70,12 +74,26 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(first.observation_space, self.num_envs)
         self.action_space = batch_space(first.action_space, self.num_envs)
         self._n_action = int(first.action_space.shape[0])  # type: ignore[index]
-        self._upper = self.instance.edge_caps.reshape(-1)
-        self._n_pos = max(int((self.instance.capacities > 0).sum()), 1)
+        self._upper = inst.edge_caps.reshape(-1)
+        self._n_pos = max(int((inst.capacities > 0).sum()), 1)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        self._env_obs: list[Any] = [None] * self.num_envs
-        self._obs: Any = create_empty_array(first.observation_space, n=self.num_envs, fn=np.zeros)
+        self._rows = np.arange(self.num_envs)
+        # Row ``s + 1`` of a copy's padded arrivals is slot ``s``; rows 0 and T + 1 are zeros.
+        self._padded = np.zeros((self.num_envs, self.horizon + 2, inst.n_types))
+        #: Padded row of the observed arrivals at slot t: t + 1 (revealed, x(t)) or t (hidden).
+        self._obs_shift = 1 if self.arrivals_protocol == "revealed" else 0
+        self._t = np.zeros(self.num_envs, dtype=np.int64)
+        self._util = np.zeros((self.num_envs, inst.n_instances * inst.n_resources))
+        self._features = getattr(first, "_features", None)
         self._needs_reset = True
+
+    @property
+    def envs(self) -> list[GainOverheadEnv]:
+        """The copies (single envs), with their slot and utilization brought up to date."""
+        for i, env in enumerate(self._envs):
+            env._t = int(self._t[i])
+            env._util = self._util[i]
+        return self._envs
 
     # ------------------------------------------------------------------ reset
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -97,33 +115,62 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
                                  f"shape ({N},) with at least one True, got {mask!r}")
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(mask):
-            self._env_obs[i], info = self.envs[i].reset(seed=seeds[i], options=options)
-            infos = self._add_info(infos, info, int(i))
+            infos = self._reset_copy(int(i), infos, seed=seeds[i], options=options)
         self._autoreset[mask] = False
         self._needs_reset = False
         return self._observations(), infos
 
-    def _observations(self) -> Any:
-        self._obs = concatenate(self.single_observation_space, self._env_obs, self._obs)
-        return copy.deepcopy(self._obs)
+    def _reset_copy(self, i: int, infos: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Reset copy ``i`` through its single env (``kwargs``: ``seed``, ``options``), take its
+        new episode into the batch state and merge its reset info into ``infos``."""
+        env = self._envs[i]
+        _, info = env.reset(**kwargs)
+        self._padded[i, 1:-1] = env._arrivals
+        env._arrivals = self._padded[i, 1:-1]
+        self._t[i] = 0
+        self._util[i] = 0.0
+        return self._add_info(infos, info, i)
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        """The batched observation of every copy from the batch state (fresh arrays), in the
+        observation space's key order; each row is the single env's ``_obs()``."""
+        t = self._t
+        values = {
+            "arrivals": self._padded[self._rows, t + self._obs_shift].astype(np.float32),
+            "utilization": self._util.astype(np.float32),
+            "progress": (t / self.horizon).astype(np.float32)[:, None],
+        }
+        if self._features is not None:
+            values["instance"] = np.tile(self._features, (self.num_envs, 1))
+        return {key: values[key] for key in self.single_observation_space.keys()}  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------- step
-    def _validate(self, actions: Any, live: np.ndarray) -> np.ndarray:
-        """``actions`` as float64 ``(N, n)``; NaN/inf raise for copies that act this step."""
+    def _as_actions(self, actions: Any) -> np.ndarray:
+        """``actions`` as a C-contiguous float32 or float64 array ``(N, n)`` (other dtypes are
+        converted to float64; float32 widens exactly inside the kernels)."""
         N, n = self.num_envs, self._n_action
-        try:
-            a = np.asarray(actions, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError("actions is invalid: expected a numeric array of shape "
-                             f"({N}, {n})") from None
+        a = actions
+        if not (isinstance(a, np.ndarray) and a.dtype in (np.float32, np.float64)):
+            try:
+                a = np.asarray(actions, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError("actions is invalid: expected a numeric array of shape "
+                                 f"({N}, {n})") from None
         if a.shape != (N, n):
             raise ValueError(f"actions has shape {a.shape}: must have shape ({N}, {n})")
-        bad = ~np.isfinite(a) & live[:, None]
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
+        return np.ascontiguousarray(a)
+
+    def _check_finite(self, a: np.ndarray, live: np.ndarray) -> None:
+        """Raise for the first NaN/inf entry of the acting copies' rows ``a[live]`` (one
+        vectorised test of the whole batch first; a non-finite action of a copy being reset is
+        ignored, as ``SyncVectorEnv`` ignores that action)."""
+        if np.isfinite(a).all():
+            return
+        bad = int(fastpath.first_nonfinite(a, live))
+        if bad >= 0:
+            i, j = divmod(bad, self._n_action)
             raise ValueError(f"actions contains a non-finite entry (env {i}, index {j}: "
-                             f"{a[i, j]!r}): every entry must be finite")
-        return a
+                             f"{np.float64(a[i, j])!r}): every entry must be finite")
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
@@ -132,40 +179,55 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
             raise gym.error.ResetNeeded(
                 f"{type(self).__name__}.step() was called before reset(): call reset() first")
         N = self.num_envs
-        resetting = self._autoreset.copy()
-        live = np.flatnonzero(~resetting)
-        a = self._validate(actions, ~resetting)
+        resetting = self._autoreset
+        a = self._as_actions(actions)
         rewards = np.zeros(N)
         truncated = np.zeros(N, dtype=bool)
         infos: dict[str, Any] = {}
-        if live.size:
-            infos = self._step_live(live, a, rewards, truncated)
-        for i in np.flatnonzero(resetting):
-            self._env_obs[i], info = self.envs[i].reset()
-            infos = self._add_info(infos, info, int(i))
+        if not resetting.any():
+            infos = self._step_live(self._rows, a, rewards, truncated)
+        else:
+            live = np.flatnonzero(~resetting)
+            if live.size:
+                infos = self._step_live(live, a, rewards, truncated)
+            for i in np.flatnonzero(resetting):
+                infos = self._reset_copy(int(i), infos)
         self._autoreset = truncated.copy()
         return self._observations(), rewards, np.zeros(N, dtype=bool), truncated, infos
+
+    def _decode(self, live: np.ndarray, a: np.ndarray, x: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Targets ``(len(live), E, K)`` and clip amounts of the actions ``a[live]``: the
+        single env's decode of its mode, for all copies at once (finite actions)."""
+        inst, n = self.instance, self._n_action
+        clip = np.empty(live.size)
+        if self.action_mode == "allocation":
+            z = np.empty((live.size, *inst.edge_caps.shape))
+            fastpath.clip_decode_rows(a, live, self._upper, z.reshape(live.size, n), clip)
+            return z, clip
+        clipped = np.empty((live.size, n))
+        fastpath.clip_rows(a, live, clipped, clip)
+        served = x > 0 if self.arrivals_protocol == "revealed" else None  # observed = x(t)
+        first = self._envs[0]
+        return actions.decode_batch(inst, self.action_mode, clipped, first._ceiling,
+                                    served), clip
 
     def _step_live(self, live: np.ndarray, a: np.ndarray, rewards: np.ndarray,
                    truncated: np.ndarray) -> dict[str, Any]:
         """Step the copies ``live`` with actions ``a[live]``; fills ``rewards``/``truncated``
         and returns their infos (zeros and a False mask elsewhere)."""
-        N, inst = self.num_envs, self.instance
-        clipped = np.clip(a[live], -1.0, 1.0)
-        clip = np.abs(clipped - a[live]).max(axis=1)
-        envs = [self.envs[i] for i in live]
-        if self.action_mode == "allocation":  # the affine map of the default mode, batched
-            z = decode_unit(clipped, self._upper)
-        else:  # the env's own decoder, copy by copy (low-dimensional modes)
-            z = np.stack([e.decode_action(clipped[j]) for j, e in enumerate(envs)])
-        x = np.stack([e._arrivals[e._t] for e in envs])
-        out = dynamics.score_batch(inst, z, x)
+        N = self.num_envs
+        slots = self._t[live]  # int64, as the single env's int slot in SyncVectorEnv's infos
+        self._check_finite(a, live)
+        x = self._padded[live, slots + 1]
+        z, clip = self._decode(live, a, x)
+        out = dynamics.score_batch(self.instance, z, x)
         util = out.utilization.reshape(live.size, -1)
-        slots = np.array([e._t for e in envs], dtype=np.int64)  # int, as the single env's
-        for j, e in enumerate(envs):
-            e._util, e._last_alloc = util[j], out.y[j]
-            e._t += 1
-            self._env_obs[live[j]] = e._obs()
+        self._t[live] = slots + 1
+        if live.size == N:
+            self._util = util
+        else:
+            self._util[live] = util
         truncated[live] = slots + 1 >= self.horizon
         rewards[live] = out.reward
         values = {"gain": out.gain, "penalty": out.penalty, "allocation": out.y, "arrivals": x,

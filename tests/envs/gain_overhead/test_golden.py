@@ -31,7 +31,7 @@ from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 GOLDEN = Path(__file__).parent / "data" / "golden_trajectories.npz"
 SHORT = {**SMALL, "horizon": 5, "utility": "mixed"}
 #: Single-env settings: every action mode and protocol (and the instance features).
-SINGLE = {
+SINGLE: dict[str, dict[str, Any]] = {
     "allocation-revealed": {},
     "allocation-hidden": {"arrivals": "hidden"},
     "fractions-revealed": {"action_mode": "fractions"},

@@ -182,3 +182,122 @@ def test_score_batch_against_numpy(utility):
         parts = dynamics.reward_parts(inst, x[i], y)
         assert (out.gain[i], out.penalty[i]) == (parts.gain, parts.penalty)
         assert out.reward[i] == parts.reward
+
+
+# ------------------------------------------------- batched helpers of the vector env's step
+def test_fastpath_kernels_against_numpy():
+    """The compiled batch helpers against numpy: decode ``(clip(a) + 1) / 2 * upper``, the clip
+    amount ``max |clip(a) - a|``, clipping, and the first non-finite entry of the listed rows."""
+    from schedgym.envs.gain_overhead import fastpath
+
+    rng = np.random.default_rng(4)
+    upper = rng.uniform(0.0, 3.0, 11)
+    rows = np.array([0, 2, 3])
+    for dtype in (np.float32, np.float64):
+        a = rng.uniform(-1.5, 1.5, (4, 11)).astype(dtype)
+        a[2] = np.clip(a[2], -1, 1)  # a row inside the box: clip amount 0
+        ref = np.clip(a[rows].astype(np.float64), -1.0, 1.0)
+        z, clip = np.empty((3, 11)), np.empty(3)
+        fastpath.clip_decode_rows(a, rows, upper, z, clip)
+        np.testing.assert_array_equal(z, (ref + 1.0) * 0.5 * upper, strict=True)
+        np.testing.assert_array_equal(clip, np.abs(ref - a[rows]).max(axis=1))
+        assert clip[1] == 0.0 and clip[0] > 0.0
+        out, clip2 = np.empty((3, 11)), np.empty(3)
+        fastpath.clip_rows(a, rows, out, clip2)
+        np.testing.assert_array_equal(out, ref)
+        np.testing.assert_array_equal(clip2, clip)
+        assert fastpath.first_nonfinite(a, rows) == -1
+        a[1, 2] = np.nan  # row 1 is not listed: ignored
+        assert fastpath.first_nonfinite(a, rows) == -1
+        a[3, 7], a[2, 9] = np.inf, -np.inf
+        assert fastpath.first_nonfinite(a, rows) == 2 * 11 + 9
+        assert fastpath.first_nonfinite(a, np.arange(4)) == 1 * 11 + 2
+
+
+@pytest.mark.parametrize("mode", ["fractions", "prices"])
+def test_decode_batch_rows_are_the_single_decode(mode):
+    """Row i of the batched decode has the bits of ``decode`` of action i (with and without the
+    served-types gate), so the vector env decodes as N single envs."""
+    from schedgym.envs.gain_overhead import actions
+
+    inst = gym.make(ENV_ID, **SMALL, utility="mixed").unwrapped.instance
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (5, inst.n_types * inst.n_resources))
+    served = rng.random((5, inst.n_types)) < 0.5
+    for gate in (None, served):
+        z = actions.decode_batch(inst, mode, a, None, gate)
+        assert z.shape == (5, *inst.edge_caps.shape)
+        for i in range(5):
+            ref = actions.decode(inst, mode, a[i], None, None if gate is None else gate[i])
+            np.testing.assert_array_equal(z[i], ref, strict=True)
+    assert np.all(z[~served[:, inst.edge_type]] == 0.0)
+    with pytest.raises(ValueError, match="action_mode='bogus' is invalid"):
+        actions.decode_batch(inst, "bogus", a)
+
+
+@pytest.mark.parametrize("action_mode", ["allocation", "prices"])
+def test_action_dtypes_give_the_same_step(action_mode):
+    """float32 actions are taken as they are, float64/int/lists converted: the same bits."""
+    runs = []
+    for convert in (lambda a: a, lambda a: a.astype(np.float64), lambda a: a.tolist()):
+        native, _ = _pair(2, **SHORT, action_mode=action_mode)
+        single = gym.make(ENV_ID, **SHORT, action_mode=action_mode)
+        out = [native.reset(seed=1), single.reset(seed=1)]
+        rng = np.random.default_rng(2)
+        for _ in range(3):
+            act = rng.uniform(-1.2, 1.2, native.action_space.shape).astype(np.float32)
+            out += [native.step(convert(act)), single.step(convert(act[0]))]
+        runs.append(out)
+    for other in runs[1:]:
+        assert data_equivalence(runs[0], other, exact=True)
+    native, _ = _pair(2, **SHORT, action_mode=action_mode)
+    native.reset(seed=0)
+    ints = np.zeros(native.action_space.shape, dtype=np.int64)
+    _, _, _, _, info = native.step(ints)
+    assert info["action_clip"].dtype == np.float64 and np.all(info["action_clip"] == 0.0)
+
+
+def test_staggered_copies_ignore_a_resetting_copys_nan_and_refuse_an_acting_one():
+    """Copies out of phase (a masked reset): one copy autoresets while the other acts. A NaN
+    in the resetting copy's row is ignored (as SyncVectorEnv ignores it); in the acting copy's
+    row it raises naming that copy, before anything changes."""
+    native, sync = _pair(2, **SHORT)
+    native.reset(seed=0)
+    sync.reset(seed=0)
+    rng = np.random.default_rng(3)
+    opts = {"reset_mask": np.array([False, True])}
+    for t in range(SHORT["horizon"]):
+        act = rng.uniform(-1, 1, native.action_space.shape).astype(np.float32)
+        _assert_same(native.step(act), sync.step(act), f"step {t}")
+        if t == 1:
+            _assert_same(native.reset(seed=4, options=opts), sync.reset(seed=4, options=opts),
+                         "masked reset")
+    assert native.unwrapped._autoreset.tolist() == [True, False]  # copy 0 resets next
+    act = rng.uniform(-1, 1, native.action_space.shape).astype(np.float32)
+    bad = act.copy()
+    bad[1, 3] = np.inf
+    with pytest.raises(ValueError, match=r"non-finite entry \(env 1, index 3: np.float64\(inf"):
+        native.step(bad)
+    act[0, :] = np.nan
+    _assert_same(native.step(act), sync.step(act), "copy 0 resets, copy 1 acts")
+    for t in range(2 * SHORT["horizon"]):
+        act = rng.uniform(-1, 1, native.action_space.shape).astype(np.float32)
+        _assert_same(native.step(act), sync.step(act), f"later step {t}")
+
+
+def test_envs_are_up_to_date_copies():
+    """``envs`` hands out the copies with their slot and utilization current (the batched step
+    keeps them in the vector env's arrays)."""
+    native, sync = _pair(3, **SHORT, render_mode="ansi")
+    native.reset(seed=2)
+    sync.reset(seed=2)
+    rng = np.random.default_rng(0)
+    for k in range(1, SHORT["horizon"] + 3):
+        act = rng.uniform(-1, 1, native.action_space.shape).astype(np.float32)
+        obs, *_ = native.step(act)
+        sync.step(act)
+        for i, (mine, theirs) in enumerate(zip(native.unwrapped.envs, sync.envs, strict=True)):
+            assert mine.t == theirs.unwrapped.t
+            np.testing.assert_array_equal(mine.arrivals, theirs.unwrapped.arrivals)
+            np.testing.assert_array_equal(mine._obs()["utilization"], obs["utilization"][i])
+        assert native.render() == sync.render(), f"render after step {k}"
