@@ -39,6 +39,9 @@ ARRIVAL_PROTOCOLS: tuple[str, ...] = ("revealed", "hidden")
 #: Overrides that still apply with an explicit ``instance=`` (they do not shape the instance).
 EPISODE_PARAMS: tuple[str, ...] = ("horizon", "arrival_prob")
 
+#: Action dtypes the allocation-mode kernel takes as they are (others are converted to float64).
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 #: Default of ``memory_limit_mb``: the most memory (MB = 2**20 bytes, estimated) a configuration
 #: may need.
 MEMORY_LIMIT_MB = 4096.0
@@ -263,7 +266,6 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._t = 0
         self._arrivals = np.zeros((self.horizon, instance.n_types))
         self._util = np.zeros(instance.n_instances * instance.n_resources)
-        self._last_alloc = np.zeros((instance.n_edges, instance.n_resources))
         self.episode_seed: int | None = None
 
     def _build_spaces(self) -> None:
@@ -273,6 +275,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._n_positive_caps = max(int((inst.capacities > 0).sum()), 1)
         self._ceiling = actions.price_ceiling(inst)
         self._n_action = actions.action_size(inst, self.action_mode)
+        self._action_shape = (self._n_action,)
         self.action_space = unit_box(self._n_action)
         obs: dict[str, spaces.Space[Any]] = {
             "arrivals": frac_box(L), "utilization": frac_box(R * K), "progress": frac_box(1)}
@@ -353,36 +356,45 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._t = 0
         self._needs_reset = False
         self._util = np.zeros(self.instance.n_instances * self.instance.n_resources)
-        self._last_alloc = np.zeros((self.instance.n_edges, self.instance.n_resources))
         return self._obs(), {"arrivals": self.observed_arrivals().copy(), "slot": 0}
 
     def step(
         self, action: np.ndarray
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         self._check_reset()
-        if self._t >= self.horizon:
+        t = self._t
+        if t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
-        x = self._arrivals[self._t]
+        x = self._arrivals[t]
         if self.action_mode == "allocation":  # one compiled call: check, clip, decode, score
-            a = as_action(action, self._n_action)
+            a = self._allocation_action(action)
             bad, y, util, stats = dynamics.score_action(self.instance, a, x)
             if bad >= 0:
-                raise nonfinite_action(a, bad)
+                raise nonfinite_action(np.asarray(a, dtype=np.float64), bad)
             dist, gain, penalty, clip = stats.tolist()
         else:
             a, clip = clip_unit(validate_action(action, self._n_action))
             out = dynamics.score_batch(self.instance, self._target(a)[None], x[None])
             y, util = out.y[0], out.utilization[0]
             dist, gain, penalty = float(out.distance[0]), float(out.gain[0]), float(out.penalty[0])
-        self._util = util.reshape(-1)
-        self._last_alloc = y
+        self._util = util = util.reshape(-1)
+        # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {
             "gain": gain, "penalty": penalty, "allocation": y, "arrivals": x.copy(),
             "projection_distance": dist, "action_clip": clip,
-            "utilization": float(util.sum() / self._n_positive_caps), "slot": self._t,
+            "utilization": float(np.add.reduce(util)) / self._n_positive_caps, "slot": t,
         }
-        self._t += 1
-        return self._obs(), gain - penalty, False, self._t >= self.horizon, info
+        self._t = t = t + 1
+        return self._obs(), gain - penalty, False, t >= self.horizon, info
+
+    def _allocation_action(self, action: Any) -> np.ndarray:
+        """The ``"allocation"``-mode action for :func:`.dynamics.score_action`: a contiguous
+        float32 or float64 vector of the right length as it is (float32 widens to float64 exactly
+        inside the kernel, so both give the same bits), anything else through ``as_action``."""
+        if (type(action) is np.ndarray and action.shape == self._action_shape
+                and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
+            return action
+        return as_action(action, self._n_action)
 
     def render_state(self) -> RenderState:
         """Snapshot of the last scheduled slot for :mod:`.viewer`."""
