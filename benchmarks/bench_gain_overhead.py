@@ -7,7 +7,9 @@ Prints, on this machine and in one process (``schedgym bench gain_overhead`` run
 2. steps/s of ``schedgym/GainOverhead-v0`` (paper-default) next to ``CartPole-v1`` (both through
    ``gym.make``), random actions (every (instance, resource) group needs the full projection) and
    Fairness's feasible actions; the native batch of 64 (``gym.make_vec(...,
-   vectorization_mode="vector_entry_point")``) and ``SyncVectorEnv`` per env-step;
+   vectorization_mode="vector_entry_point")``) and ``SyncVectorEnv`` per env-step; then the
+   CPU time of a step split into the compiled kernel (projection + reward, timed alone on the
+   same actions and arrivals) and the rest (Python: checks, decode, observation, info);
 3. every agent's decision time, and OgaSched decision + env step per slot against the authors'
    OGASched per slot at 10 x 128 x 6 (``--authors PATH``: a checkout of
    github.com/anonymity-for-review/OGASched, run from a patched copy in a temporary folder);
@@ -83,6 +85,10 @@ def rate(step: Callable[[int], Any], n: int, per_call: int = 1) -> tuple[float, 
 
 
 def env_rate(env: gym.Env, actions: list, n: int) -> tuple[float, float]:
+    """Steps/s of ``env`` over the pre-generated ``actions`` (one untimed step first, so that a
+    kernel compiled or loaded on first use is not counted; compile time is reported apart)."""
+    env.reset(seed=0)
+    env.step(actions[0])
     env.reset(seed=0)
 
     def step(i: int) -> None:
@@ -94,6 +100,9 @@ def env_rate(env: gym.Env, actions: list, n: int) -> tuple[float, float]:
 
 
 def vec_rate(venv: gym.vector.VectorEnv, actions: list, n: int) -> tuple[float, float]:
+    """Env-steps/s of the batched ``venv`` (one untimed step first, as :func:`env_rate`)."""
+    venv.reset(seed=0)
+    venv.step(actions[0])
     venv.reset(seed=0)
     return rate(lambda i: venv.step(actions[i % len(actions)]), n, venv.num_envs)
 
@@ -170,6 +179,38 @@ def scenario_run(scenario: str) -> None:
               f"{r.metrics['avg_reward']:.1f}")
 
 
+def kernel_split(run: Callable[[], tuple[float, float]], per_call: int = 1) -> tuple[float,
+                                                                                  float]:
+    """``(step, kernel)`` CPU us per env-step of ``run()`` (a :func:`env_rate` or
+    :func:`vec_rate` call) with :func:`dynamics.score_action` and :func:`dynamics.score_batch`
+    (the compiled projection + reward the env calls) timed in place: the same calls on the same
+    actions and arrivals, so ``step - kernel`` is the Python around them (checks, decode,
+    observation, info, wrappers; the two ``process_time`` calls per step fall on both sides).
+    The kernel's mean includes ``run``'s one untimed warm-up step."""
+    from schedgym.envs.gain_overhead import dynamics
+
+    spent = [0.0, 0]
+    originals = {name: getattr(dynamics, name) for name in ("score_action", "score_batch")}
+
+    def timed(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            c0 = time.process_time()
+            out = fn(*args)
+            spent[0] += time.process_time() - c0
+            spent[1] += 1
+            return out
+        return call
+
+    try:
+        for name, fn in originals.items():
+            setattr(dynamics, name, timed(fn))
+        step_rate = run()[1]
+    finally:
+        for name, fn in originals.items():
+            setattr(dynamics, name, fn)
+    return 1e6 / step_rate, 1e6 * float(spent[0]) / (spent[1] * per_call)
+
+
 def throughput(steps: int) -> None:
     cart_rates = env_rate(gym.make("CartPole-v1"), [0, 1] * 50, 10 * steps)
     cart_cpu = cart_rates[1]
@@ -183,19 +224,33 @@ def throughput(steps: int) -> None:
     print(f"{'env (steps/s; batched: env-steps/s)':46s} {'wall':>9s} {'CPU-time':>9s} "
           f"{'x CartPole (CPU)':>17s}")
 
-    def row(label: str, rates: tuple[float, float]) -> None:
+    def row(label: str, rates: tuple[float, float]) -> float:
         print(f"{label:46s} {rates[0]:9.0f} {rates[1]:9.0f} {rates[1] / cart_cpu:17.3f}")
+        return 1e6 / rates[1]
 
     row("CartPole-v1", cart_rates)
-    row("GainOverhead-v0, random actions", env_rate(env, rand, steps))
-    row("GainOverhead-v0, Fairness actions", env_rate(env, fair, steps))
+    split: dict[str, tuple[float, float]] = {}
+    for label, pool in (("random", rand), ("Fairness", fair)):
+        row(f"GainOverhead-v0, {label} actions", env_rate(env, pool, steps))
+        split[f"single env, {label} actions"] = kernel_split(
+            lambda pool=pool: env_rate(env, pool, steps))  # type: ignore[misc]
     for n_vec, modes in ((64, ("vector_entry_point", "sync")),):
         for mode in modes:
             venv = gym.make_vec(ENV_ID, num_envs=n_vec, vectorization_mode=mode)
             for label, pool in (("random", rand), ("Fairness", fair)):
                 acts = [np.stack([pool[(i + j) % 64] for j in range(n_vec)]) for i in range(8)]
-                row(f"  x{n_vec} {mode}, {label} actions",
-                    vec_rate(venv, acts, max(steps // n_vec, 20)))
+                n = max(steps // n_vec, 20)
+                row(f"  x{n_vec} {mode}, {label} actions", vec_rate(venv, acts, n))
+                if mode == "vector_entry_point":
+                    split[f"x{n_vec} native, {label} actions"] = kernel_split(
+                        lambda v=venv, a=acts, n=n: vec_rate(v, a, n),  # type: ignore[misc]
+                        n_vec)
+    print(f"\n{'CPU us per env-step (a second run, timed inside)':50s} {'step':>7s} "
+          f"{'kernel':>7s} {'rest':>7s}")
+    for label, (step_us, kernel_us) in split.items():
+        print(f"{label:50s} {step_us:7.1f} {kernel_us:7.1f} {step_us - kernel_us:7.1f}")
+    print("(kernel: dynamics.score_action / score_batch, the compiled projection + reward; "
+          "rest: everything else of a step)")
 
 
 def main() -> None:
