@@ -32,6 +32,9 @@ simpler alternative (the same fraction on every channel of a type).
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 
 from schedgym.core import utilities
@@ -49,37 +52,75 @@ def action_size(inst: GainOverheadInstance, mode: str) -> int:
     return inst.n_types * inst.n_resources
 
 
-def inverse_slope(
-    code: np.ndarray, alpha: np.ndarray, g: np.ndarray, scale: float
-) -> np.ndarray:
-    """``y`` with ``f'(y) = g`` per family (``g > 0``; ``+inf``/negative outside the range, the
-    caller clips). Linear: ``+inf`` where ``alpha > g`` else 0."""
-    y = np.empty_like(g)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        lin = code == utilities.LINEAR
-        y[lin] = np.where(alpha[lin] > g[lin], np.inf, 0.0)
-        m = code == utilities.LOG  # alpha / (1 + y) = g
-        y[m] = alpha[m] / g[m] - 1.0
-        m = code == utilities.POLY  # alpha / (2 sqrt(1 + y)) = g
-        y[m] = (alpha[m] / (2.0 * g[m])) ** 2 - 1.0
-        m = code == utilities.RECIPROCAL  # 1 / (y + s alpha)^2 = g
-        y[m] = 1.0 / np.sqrt(g[m]) - scale * alpha[m]
-    return y
+@numba.njit(cache=True)
+def _best_response_one(code: int, alpha: float, w: float, price: float, upper: float,
+                       scale: float) -> float:
+    """``argmax_{0 <= y <= upper} w f(y) - price y`` of one entry: ``upper`` for a non-positive
+    price (``f`` is non-decreasing), else the ``y`` with ``f'(y) = price / w`` per family
+    (linear: ``+inf`` where ``alpha > g`` else 0), clipped to ``[0, upper]``. The one
+    implementation of the closed forms."""
+    if price <= 0.0:
+        y = upper
+    else:
+        g = max(price, 1e-300) / w  # target slope (> 0)
+        if code == utilities.LINEAR:
+            y = math.inf if alpha > g else 0.0
+        elif code == utilities.LOG:  # alpha / (1 + y) = g
+            y = alpha / g - 1.0
+        elif code == utilities.POLY:  # alpha / (2 sqrt(1 + y)) = g
+            y = (alpha / (2.0 * g)) ** 2 - 1.0
+        elif code == utilities.RECIPROCAL:  # 1 / (y + s alpha)^2 = g
+            y = 1.0 / math.sqrt(g) - scale * alpha
+        else:
+            y = math.nan
+    return min(max(y, 0.0), upper)
+
+
+@numba.njit(cache=True)
+def _best_response_flat(code: np.ndarray, alpha: np.ndarray, w: np.ndarray, price: np.ndarray,
+                        upper: np.ndarray, scale: float, out: np.ndarray) -> None:
+    """:func:`_best_response_one` for every entry ``i`` of ``out`` (flat); each input is flat
+    and repeats with its own period (entry ``i`` reads ``x[i % x.size]``), which covers a
+    batch of instance-shaped arrays without copying them."""
+    ic = ia = iw = ip = iu = 0
+    for i in range(out.size):
+        out[i] = _best_response_one(code[ic], alpha[ia], w[iw], price[ip], upper[iu], scale)
+        ic, ia, iw, ip, iu = ic + 1, ia + 1, iw + 1, ip + 1, iu + 1  # i % size, without %
+        ic = 0 if ic == code.size else ic
+        ia = 0 if ia == alpha.size else ia
+        iw = 0 if iw == w.size else iw
+        ip = 0 if ip == price.size else ip
+        iu = 0 if iu == upper.size else iu
+
+
+def _periodic(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` flat, as :func:`_best_response_flat` reads it for a result of ``shape``: as it is
+    when ``x`` is a trailing block of ``shape`` (or a scalar), else broadcast and copied."""
+    if x.size == 1 or x.shape == shape[len(shape) - x.ndim:]:
+        return np.ascontiguousarray(x).reshape(-1)
+    return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
 
 
 def best_response(
     code: np.ndarray, alpha: np.ndarray, w: np.ndarray | float, price: np.ndarray,
     upper: np.ndarray, scale: float,
 ) -> np.ndarray:
-    """``argmax_{0 <= y <= upper} w f(y) - price y`` entrywise, in closed form (``w > 0``).
+    """``argmax_{0 <= y <= upper} w f(y) - price y`` entrywise, in closed form (``w > 0``), as
+    float64 of the arguments' broadcast shape.
 
     Solves ``f'(y) = price / w`` with the inverse derivative of each family and clips to the box;
-    a non-positive price gives ``upper`` (``f`` is non-decreasing).
+    a non-positive price gives ``upper`` (``f`` is non-decreasing). One compiled pass
+    (:func:`_best_response_one` per entry).
     """
-    g = np.maximum(price, 1e-300) / w  # target slope (> 0)
-    y = inverse_slope(code, alpha, g, scale)
-    y = np.where(price <= 0, upper, y)
-    return np.clip(y, 0.0, upper)
+    args = [np.asarray(code), np.asarray(alpha, dtype=np.float64),
+            np.asarray(w, dtype=np.float64), np.asarray(price, dtype=np.float64),
+            np.asarray(upper, dtype=np.float64)]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    out = np.empty(shape)
+    if out.size:
+        c, al, ww, pr, up = (_periodic(a, shape) for a in args)
+        _best_response_flat(c, al, ww, pr, up, float(scale), out.reshape(-1))
+    return out
 
 
 def price_ceiling(inst: GainOverheadInstance) -> np.ndarray:
@@ -123,11 +164,8 @@ def decode_batch(inst: GainOverheadInstance, mode: str, actions: np.ndarray,
         z = frac * caps
     elif mode == "prices":
         pmax = price_ceiling(inst) if ceiling is None else ceiling
-        shape = frac.shape
-        z = best_response(np.broadcast_to(inst.edge_codes, shape),
-                          np.broadcast_to(inst.edge_alpha, shape), 1.0,
-                          frac * pmax[inst.edge_type], np.broadcast_to(caps, shape),
-                          inst.reciprocal_scale)
+        z = best_response(inst.edge_codes, inst.edge_alpha, 1.0, frac * pmax[inst.edge_type],
+                          caps, inst.reciprocal_scale)
     else:
         raise ValueError(f"action_mode={mode!r} is invalid: must be one of {ACTION_MODES}")
     if served is not None:

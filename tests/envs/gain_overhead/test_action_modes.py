@@ -171,3 +171,26 @@ def test_instance_features_by_hand():
     env = gym.make(ENV_ID, instance=inst, instance_features=True)
     obs, _ = env.reset(seed=0)
     np.testing.assert_array_equal(obs["instance"], f)
+
+
+def test_best_response_broadcasts_like_numpy():
+    """The compiled best response reads instance-shaped inputs periodically under a batch of
+    prices: the same values as with every input broadcast in full, and the closed forms by
+    hand on one entry per family."""
+    rng = np.random.default_rng(7)
+    code = rng.integers(0, 4, (5, 3)).astype(np.int8)
+    alpha, upper = rng.uniform(0.5, 2.0, (5, 3)), rng.uniform(0.0, 4.0, (5, 3))
+    price = rng.uniform(-0.2, 1.5, (4, 5, 3))
+    got = actions.best_response(code, alpha, 1.0, price, upper, 2.0)
+    full = [np.broadcast_to(v, price.shape) for v in (code, alpha, np.ones(1), upper)]
+    ref = actions.best_response(full[0], full[1], full[2], price, full[3], 2.0)
+    assert got.shape == price.shape and got.dtype == np.float64
+    np.testing.assert_array_equal(got, ref)
+    c = np.array([utilities.LINEAR, utilities.LOG, utilities.POLY, utilities.RECIPROCAL],
+                 dtype=np.int8)
+    y = actions.best_response(c, np.full(4, 2.0), 1.0, np.full(4, 0.25), np.full(4, 50.0), 2.0)
+    # f'(y) = 0.25: linear 2 > 0.25 (all), log 2/(1+y), poly 2/(2 sqrt(1+y)), recip 1/(y+4)^2
+    np.testing.assert_allclose(y, [50.0, 7.0, 15.0, 0.0], rtol=1e-15)
+    assert actions.best_response(c, np.ones(4), 1.0, np.zeros(4), np.full(4, 3.0), 1.0).tolist() \
+        == [3.0] * 4
+    assert actions.best_response(c[:0], np.ones(0), 1.0, np.ones(0), np.ones(0), 1.0).shape == (0,)
