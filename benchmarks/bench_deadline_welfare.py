@@ -85,7 +85,8 @@ def first_call_seconds(cache_dir: str | None) -> float:
 
 
 def steps_per_second(make: Callable[[], Any], n: int, seed: int = 0) -> float:
-    """Env steps per second of ``make()`` (an env or a vector env) with random actions,
+    """Env steps per CPU second (``time.process_time``: the machine is shared, so wall time
+    would count other processes) of ``make()`` (an env or a vector env) with random actions,
     counting every sub-env's step; resets at episode ends (vector envs autoreset)."""
     env = make()
     env.reset(seed=seed)
@@ -94,12 +95,12 @@ def steps_per_second(make: Callable[[], Any], n: int, seed: int = 0) -> float:
     copies = getattr(env, "num_envs", 1)
     vector = hasattr(env, "num_envs")
     steps = max(n // copies, 1)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for i in range(steps):
         _, _, term, trunc, _ = env.step(acts[i % 64])
         if not vector and (term or trunc):
             env.reset()
-    return steps * copies / (time.perf_counter() - t0)
+    return steps * copies / (time.process_time() - t0)
 
 
 def throughput(n: int) -> None:
@@ -131,14 +132,14 @@ def throughput(n: int) -> None:
     env: Any = gym.make(ENV_ID).unwrapped
     env.reset(seed=0)
     k = max(n // 20, 10)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for s in range(k):
         env.reset(seed=s)
-    reset_us = 1e6 * (time.perf_counter() - t0) / k
-    t0 = time.perf_counter()
+    reset_us = 1e6 * (time.process_time() - t0) / k
+    t0 = time.process_time()
     for s in range(k):
         env._sample_jobs(s)
-    sample_us = 1e6 * (time.perf_counter() - t0) / k
+    sample_us = 1e6 * (time.process_time() - t0) / k
     print(f"   DW reset: {reset_us:,.0f} us per episode (job sampler {sample_us:,.0f} us); "
           f"over 20 jobs {reset_us / 20:,.1f} us per step = {reset_us / 20 * ref / 1e6:.2f} "
           "CartPole steps")

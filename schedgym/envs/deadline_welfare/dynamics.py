@@ -22,6 +22,8 @@ from schedgym.envs.deadline_welfare.types import (
     FAMILY_CODES,
     DeadlineWelfareInstance,
     Jobs,
+    _limits_kernel,
+    mask_into,
 )
 
 LINEAR, LOG, SQRT = (FAMILY_CODES[k] for k in ("linear", "log", "sqrt"))
@@ -243,6 +245,154 @@ def apply_one(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.n
 
 
 @numba.njit(cache=True)
+def _sum_block(a: np.ndarray, lo: int, n: int) -> float:
+    """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: a plain loop below 8, else 8
+    interleaved partial sums combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,
+    then the rest one by one."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        j = lo + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for k in range(i, n):
+        res += a[lo + k]
+    return res
+
+
+@numba.njit(cache=True)
+def np_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """``a[lo:lo + n].sum()`` of a 1-D float64 array, bit for bit as numpy adds (its pairwise
+    summation: blocks of at most 128 by :func:`_sum_block`, above that the two halves - the
+    first rounded down to a multiple of 8 - summed apart and added), so a compiled total equals
+    the numpy one the published runs used. Iterative (an explicit stack: numba's cache cannot
+    reload a caller of a recursive kernel)."""
+    if n <= 128:
+        return _sum_block(a, lo, n)
+    n2 = n // 2
+    n2 -= n2 % 8
+    if n - n2 <= 128:  # one split (up to 256 entries, e.g. the default mesh's 240 units)
+        return _sum_block(a, lo, n2) + _sum_block(a, lo + n2, n - n2)
+    los = np.empty(128, dtype=np.int64)
+    ns = np.empty(128, dtype=np.int64)
+    state = np.zeros(128, dtype=np.int64)
+    vals = np.empty(128)
+    top, vtop = 0, 0
+    los[0], ns[0] = lo, n
+    while top >= 0:
+        m = ns[top]
+        if m <= 128:
+            vals[vtop] = _sum_block(a, los[top], m)
+            vtop += 1
+            top -= 1
+            continue
+        n2 = m // 2
+        n2 -= n2 % 8
+        if state[top] == 0:  # first half next
+            state[top] = 1
+            los[top + 1], ns[top + 1], state[top + 1] = los[top], n2, 0
+            top += 1
+        elif state[top] == 1:  # then the second half
+            state[top] = 2
+            los[top + 1], ns[top + 1], state[top + 1] = los[top] + n2, m - n2, 0
+            top += 1
+        else:  # both done: first + second
+            vals[vtop - 2] = vals[vtop - 2] + vals[vtop - 1]
+            vtop -= 1
+            top -= 1
+    return vals[0]
+
+
+@numba.njit(cache=True)
+def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
+             usage: np.ndarray, workload: float, mask: np.ndarray, coef: np.ndarray,
+             weight: np.ndarray, active: bool, x: np.ndarray, X: np.ndarray,
+             n: int) -> tuple[bool, float, float, float, float, float, float, int, float]:
+    """The single env's step on flat ``(U,)`` arrays, in one call. With ``decode``, ``a`` is the
+    raw dispatch action: refused (nothing changed, first result False) if an entry is not
+    finite, else clipped to [-1, 1] and mapped to ``(a + 1) / 2 * upper``; without, ``a`` is
+    the proposal. Then, for an ``active`` job, :func:`apply_one` (``x``, ``usage`` updated)
+    and ``X[n]`` = ``x`` (``X`` ``(N, R, T)``). Returns ``(ok, action clip, capacity_l1,
+    workload_l1, job utility, cluster utility, Σ x, units with x > 1e-9, mean usage /
+    capacity)``; the sums are numpy's (:func:`np_sum`)."""
+    U = capacity.size
+    clip = 0.0
+    if decode:
+        for i in range(U):
+            if not np.isfinite(a[i]):
+                return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0
+        proposal = np.empty(U)
+        for i in range(U):
+            c = min(max(a[i], -1.0), 1.0)
+            clip = max(clip, abs(c - a[i]))
+            proposal[i] = (c + 1.0) * 0.5 * upper[i]
+    else:
+        proposal = a.astype(np.float64)
+    cap_l1 = wl_l1 = fj = fc = 0.0
+    if active:
+        cap_l1, wl_l1, fj, fc = apply_one(code, proposal, upper, capacity, usage, workload,
+                                          mask, coef, weight, x)
+        T = X.shape[2]
+        for i in range(U):
+            X[n, i // T, i % T] = x[i]
+    units = 0
+    ratio = np.empty(U)
+    for i in range(U):
+        units += x[i] > 1e-9
+        ratio[i] = usage[i] / capacity[i]
+    return (True, clip, cap_l1, wl_l1, fj, fc, np_sum(x, 0, U), units,
+            np_sum(ratio, 0, U) / U)
+
+
+@numba.njit(cache=True)
+def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.ndarray,
+             usage: np.ndarray, capacity: np.ndarray, capacity32: np.ndarray, iota: float,
+             v: float, features: np.ndarray, buf: np.ndarray) -> None:
+    """The env's observation of job ``n`` of ``N`` into one float32 buffer, in the keys' order:
+    workload, window (``scalars[n]``), allowed, capability, utility_coef, cluster_weight
+    (``rows[n]``; zeros after the last job), utility_family, usage (``min(ω, C)``), capacity,
+    bounds ``(ι, v)``, progress ``min(1, n / max(N, 1))``, then ``features`` (the instance
+    features, possibly empty). Every value is rounded to float32 once, as the numpy version
+    did."""
+    U = capacity.size
+    k = 3 + 4 * U
+    if n < N:
+        buf[0] = scalars[n, 0]
+        buf[1] = scalars[n, 1]
+        buf[2] = scalars[n, 2]
+        for j in range(4):
+            for u in range(U):
+                buf[3 + j * U + u] = rows[n, j, u]
+    else:
+        buf[:k] = 0.0
+    buf[k:k + family.size] = family
+    k += family.size
+    for u in range(U):
+        buf[k + u] = min(usage[u], capacity[u])
+    k += U
+    buf[k:k + U] = capacity32
+    k += U
+    buf[k] = iota
+    buf[k + 1] = v
+    buf[k + 2] = min(1.0, n / max(N, 1))
+    buf[k + 3:] = features
+
+
+@numba.njit(cache=True)
 def apply_batch(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
                 usage: np.ndarray, workload: np.ndarray, mask: np.ndarray, coef: np.ndarray,
                 weight: np.ndarray, active: np.ndarray, x: np.ndarray,
@@ -258,24 +408,38 @@ def apply_batch(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np
 
 
 @numba.njit(cache=True)
-def episode_tables(mask: np.ndarray, capability: np.ndarray, coef: np.ndarray,
-                   weight: np.ndarray, upper: np.ndarray, obs: np.ndarray) -> None:
-    """The env's per-episode tables from ``(N, U)`` job arrays (flat units), in one pass:
-    ``upper`` float64 ``(N, U)`` = x̄ on ℛ_n, 0 off it (the action map's upper end), and the
-    float32 observation rows ``obs`` ``(N, 4, U)``: allowed, capability, coef, weight (0 off
-    ℛ_n)."""
-    N, U = mask.shape
+def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.ndarray,
+                  allowed: np.ndarray, workload: np.ndarray, capability: np.ndarray,
+                  coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, mask: np.ndarray,
+                  upper: np.ndarray, obs: np.ndarray, scalars: np.ndarray,
+                  limits: np.ndarray) -> tuple[float, float]:
+    """Everything an episode's reset derives from its jobs (``(N, R, T)`` job arrays, any
+    layout), in one compiled call: ``mask`` bool ``(N, R, T)`` (ℛ_n, :func:`.types.mask_into`);
+    ``upper`` float64 ``(N, U)`` = x̄ on ℛ_n, 0 off it (the action map's upper end); the float32
+    observation rows ``obs`` ``(N, 4, U)`` (allowed, capability, coef, weight; 0 off ℛ_n) and
+    ``scalars`` ``(N, 3)`` (ρ_n, s_n, e_n); ``limits`` ``(4,)`` the jobs' observed maxima
+    (:func:`.types.observed_limits`). Returns :func:`_bounds_kernel`'s ``(ι, v)`` candidates
+    (``delta``: where v takes the marginal)."""
+    N, R, T = mask.shape
+    mask_into(arrival, deadline, allowed, mask)
     for n in range(N):
-        for u in range(U):
-            if mask[n, u]:
-                upper[n, u] = capability[n, u]
-                obs[n, 0, u] = 1.0
-                obs[n, 1, u] = capability[n, u]
-                obs[n, 2, u] = coef[n, u]
-                obs[n, 3, u] = weight[n, u]
-            else:
-                upper[n, u] = 0.0
-                obs[n, 0, u] = obs[n, 1, u] = obs[n, 2, u] = obs[n, 3, u] = 0.0
+        scalars[n, 0] = workload[n]
+        scalars[n, 1] = arrival[n]
+        scalars[n, 2] = deadline[n]
+        for r in range(R):
+            for t in range(T):
+                u = r * T + t
+                if mask[n, r, t]:
+                    upper[n, u] = capability[n, r, t]
+                    obs[n, 0, u] = 1.0
+                    obs[n, 1, u] = capability[n, r, t]
+                    obs[n, 2, u] = coef[n, r, t]
+                    obs[n, 3, u] = weight[n, r, t]
+                else:
+                    upper[n, u] = 0.0
+                    obs[n, 0, u] = obs[n, 1, u] = obs[n, 2, u] = obs[n, 3, u] = 0.0
+    limits[:] = _limits_kernel(workload, arrival, deadline, allowed, capability, coef, weight)
+    return _bounds_kernel(code, mask, coef, capability, weight, capacity, delta)
 
 
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
@@ -305,8 +469,17 @@ def marginal_bounds(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[float, f
         assert inst.prior_bounds is not None
         return inst.prior_bounds
     delta = inst.sqrt_v_floor if inst.family_code == SQRT else 0.0
-    iota, v = _bounds_kernel(inst.family_code, jobs.mask, jobs.coef, jobs.capability,
-                             jobs.weight, inst.capacity, float(delta))
+    return bounds_from(inst, *_bounds_kernel(inst.family_code, jobs.mask, jobs.coef,
+                                             jobs.capability, jobs.weight, inst.capacity,
+                                             float(delta)))
+
+
+def bounds_from(inst: DeadlineWelfareInstance, iota: float, v: float) -> tuple[float, float]:
+    """:func:`marginal_bounds` from :func:`_bounds_kernel`'s candidates ``(ι, v)``: the prior in
+    prior mode, ``(1, 1)`` without any job unit (``nan``), else ``(ι, max(v, ι))``."""
+    if inst.bound_mode == "prior":
+        assert inst.prior_bounds is not None
+        return inst.prior_bounds
     if math.isnan(iota):  # no job unit
         return 1.0, 1.0
     return iota, max(v, iota)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import seeding
 
 from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
@@ -41,7 +42,6 @@ from schedgym.envs.deadline_welfare.types import (
     FixedJobs,
     Jobs,
     JobSampler,
-    observed_limits,
 )
 from schedgym.envs.deadline_welfare.viewer import RenderState
 
@@ -228,12 +228,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._capacity32 = instance.capacity.reshape(-1).astype(np.float32)
         self._capacity_flat = np.ascontiguousarray(instance.capacity.reshape(-1),
                                                    dtype=np.float64)
+        self._obs_layout()
         self.episode_seed: int | None = None
         self._jobs: Jobs | None = None
         self._n = 0
+        self._N = 0
         self._usage = np.zeros((instance.n_instances, instance.horizon))
+        self._usage_flat = self._usage.reshape(-1)
         self._X = np.zeros((0, instance.n_instances, instance.horizon))
-        self._totals = np.zeros(4)  # job utility, cluster utility, served workload, workload
+        self._totals = [0.0] * 4  # job utility, cluster utility, served workload, workload
         self._bounds = (1.0, 1.0)
         self._alpha = 2.0
 
@@ -354,52 +357,61 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     # ---------------------------------------------------------------- obs
     def _obs(self) -> dict[str, np.ndarray]:
-        """The observation of the current job (documented in the class docstring), from the
-        episode's float32 tables built at ``reset`` (:meth:`_episode_tables`)."""
-        jobs = self.jobs
-        n = self._n
-        N = jobs.n_jobs
-        if n < N:
-            job = self._ep_obs[n]  # (4, U) float32: allowed, capability, coef, weight
-            sc = self._ep_scalars[n]  # workload, first and last slot
-            obs = {"workload": sc[:1].copy(), "window": sc[1:].copy(),
-                   "allowed": job[0].copy(), "capability": job[1].copy(),
-                   "utility_coef": job[2].copy(), "cluster_weight": job[3].copy()}
-        else:
-            z = np.zeros(self.instance.n_units, dtype=np.float32)
-            obs = {"workload": np.zeros(1, dtype=np.float32),
-                   "window": np.zeros(2, dtype=np.float32), "allowed": z,
-                   "capability": z.copy(), "utility_coef": z.copy(), "cluster_weight": z.copy()}
-        obs["utility_family"] = self._family.copy()
-        # float32 rounding is monotone: = min(float32(ω), float32(C)), with one temporary
-        obs["usage"] = np.minimum(self._usage.reshape(-1), self._capacity_flat).astype(np.float32)
-        obs["capacity"] = self._capacity32.copy()
-        obs["bounds"] = np.asarray(self._bounds, dtype=np.float32)
-        obs["progress"] = np.array([min(1.0, n / max(N, 1))], dtype=np.float32)
-        if self.instance_features:
-            obs["instance"] = self.instance_feature_vector()
-        return obs
+        """The observation of the current job (documented in the class docstring), filled by
+        one compiled call (:func:`.dynamics.obs_fill`) from the episode's float32 tables built
+        at ``reset`` (:meth:`_episode_tables`) into one fresh float32 buffer; every key is a
+        view of its own part of that buffer (nothing is shared with the env or other steps)."""
+        buf = np.empty(self._obs_size, dtype=np.float32)
+        dynamics.obs_fill(self._n, self._N, self._ep_scalars, self._ep_obs, self._family,
+                          self._usage_flat, self._capacity_flat, self._capacity32,
+                          self._bounds[0], self._bounds[1], self._features, buf)
+        return {key: buf[lo:hi] for key, lo, hi in self._obs_slices}
 
-    def _episode_tables(self, jobs: Jobs) -> None:
-        """Per-episode tables so that a step only indexes rows: float64 ``(N, U)`` upper end of
-        the action map (x̄ on ℛ_n, 0 off it), coef and weight, bool ``(N, U)`` mask, and the
-        float32 observation rows ``(N, 4, U)`` (allowed, capability, coef, weight, 0 off ℛ_n)
-        and ``(N, 3)`` (ρ_n, s_n, e_n)."""
-        N, U = jobs.n_jobs, self.instance.n_units
-        m = jobs.mask.reshape(N, U)
-        self._ep_mask = m
-        self._ep_coef = jobs.coef.reshape(N, U)  # read-only views (Jobs' arrays are contiguous)
-        self._ep_weight = jobs.weight.reshape(N, U)
-        self._ep_upper = np.empty((N, U))
+    def _obs_layout(self) -> None:
+        """Where every observation key lies in :meth:`_obs`'s buffer (:func:`.dynamics.obs_fill`'s
+        order, also the order of the returned dict's keys)."""
+        space = cast(spaces.Dict, self.observation_space).spaces
+        order = ("workload", "window", "allowed", "capability", "utility_coef",
+                 "cluster_weight", "utility_family", "usage", "capacity", "bounds", "progress",
+                 "instance")
+        self._obs_slices: list[tuple[str, int, int]] = []
+        k = 0
+        for key in order[:len(space)]:
+            size = int(np.prod(space[key].shape or (1,)))
+            self._obs_slices.append((key, k, k + size))
+            k += size
+        self._obs_size = k
+        self._features = (self.instance_feature_vector() if self.instance_features
+                          else np.zeros(0, dtype=np.float32))
+
+    def _episode_tables(self, jobs: Jobs) -> tuple[float, ...]:
+        """Per-episode tables so that a step only indexes rows, from one compiled pass
+        (:func:`.dynamics.episode_setup`): float64 ``(N, U)`` upper end of the action map (x̄ on
+        ℛ_n, 0 off it), coef and weight, bool ``(N, U)`` mask, the float32 observation rows
+        ``(N, 4, U)`` (allowed, capability, coef, weight, 0 off ℛ_n) and ``(N, 3)`` (ρ_n, s_n,
+        e_n), and the bounds (ι, v). Fills ``jobs.mask`` if not yet computed. Returns the jobs'
+        observed ``(workload, capability, coef, weight)`` maxima; the env's state is unchanged
+        until :meth:`_check_limits` accepts them."""
+        inst = self.instance
+        N, R, T = jobs.n_jobs, inst.n_instances, inst.horizon
+        U = R * T
+        mask = np.empty((N, R, T), dtype=bool)
+        upper = np.empty((N, U))
         tab = np.empty((N, 4, U), dtype=np.float32)
-        dynamics.episode_tables(m, jobs.capability.reshape(N, U), self._ep_coef,
-                                self._ep_weight, self._ep_upper, tab)
-        self._ep_obs = tab
         sc = np.empty((N, 3), dtype=np.float32)
-        sc[:, 0] = jobs.workload
-        sc[:, 1] = jobs.arrival
-        sc[:, 2] = jobs.deadline
-        self._ep_scalars = sc
+        lim = np.empty(4)
+        delta = inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0
+        iota, v = dynamics.episode_setup(
+            inst.family_code, float(delta), jobs.arrival, jobs.deadline, jobs.allowed,
+            jobs.workload, jobs.capability, jobs.coef, jobs.weight, inst.capacity, mask, upper,
+            tab, sc, lim)
+        if "mask" not in jobs.__dict__:  # the cached property, computed by the same kernel
+            mask.setflags(write=False)
+            jobs.__dict__["mask"] = mask
+        self._ep_next = (jobs.mask.reshape(N, U), jobs.coef.reshape(N, U),
+                         jobs.weight.reshape(N, U), upper, tab, sc,
+                         dynamics.bounds_from(inst, iota, v))
+        return tuple(lim.tolist())
 
     def instance_feature_vector(self) -> np.ndarray:
         """float32 ``(R + 2,)``: every instance's capacity ``C_r`` (slot 0), then the mean and
@@ -414,34 +426,80 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """Draw the episode's jobs from ``seed`` (common random numbers) and return the first
         job's observation and ``info`` (``n_jobs``, ``iota``, ``v``, ``alpha_hat``,
         ``episode_seed``)."""
-        super().reset(seed=seed)
-        self.episode_seed = resolve_episode_seed(seed, self.np_random)
-        jobs = self._sample_jobs(self.episode_seed)
+        self._seed_np_random(seed)
+        episode_seed = resolve_episode_seed(None, self.np_random) if seed is None else int(seed)
+        jobs = self._sample_jobs(episode_seed)
         self._check_jobs(jobs)
         inst = self.instance
+        self.episode_seed = episode_seed
         self._jobs = jobs
+        (self._ep_mask, self._ep_coef, self._ep_weight, self._ep_upper, self._ep_obs,
+         self._ep_scalars, self._bounds) = self._ep_next
+        self._ep_scalars_rho = jobs.workload
         self._needs_reset = False
         self._n = 0
+        self._N = jobs.n_jobs
+        self._slots = jobs.arrival.tolist()
         self._usage = np.zeros((inst.n_instances, inst.horizon))
+        self._usage_flat = self._usage.reshape(-1)
         self._X = np.zeros((jobs.n_jobs, inst.n_instances, inst.horizon))
-        self._totals = np.zeros(4)
-        self._bounds = dynamics.marginal_bounds(inst, jobs)
+        self._totals = [0.0] * 4
         self._alpha = alpha_hat(self._bounds[1] / self._bounds[0])
-        self._episode_tables(jobs)
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
-                "alpha_hat": self._alpha, "episode_seed": self.episode_seed}
+                "alpha_hat": self._alpha, "episode_seed": episode_seed}
         return self._obs(), info
+
+    # ------------------------------------------------------------- lazy np_random
+    # ``reset(seed=s)`` must leave ``np_random`` = ``seeding.np_random(s)`` (Gymnasium), but
+    # building it (SeedSequence hashing) costs more than drawing the episode's jobs, and only a
+    # later ``reset()`` without a seed (or a user, or a checker) reads it: Gymnasium's own
+    # attributes ``_np_random`` and ``_np_random_seed`` are built on first access.
+    _np_random_pending: int | None = None
+
+    def _seed_np_random(self, seed: int | None) -> None:
+        """``gymnasium.Env.reset(seed=seed)``'s seeding, deferred for a plain int seed (others
+        are seeded at once, so a bad seed raises Gymnasium's error here)."""
+        if type(seed) is int and seed >= 0:
+            self._np_random_pending = seed
+        elif seed is not None:
+            super().reset(seed=seed)
+
+    def _lazy_rng(self, key: str) -> Any:
+        pending = self._np_random_pending
+        if pending is not None:
+            self._np_random_pending = None
+            self.__dict__["_rng"], self.__dict__["_rng_seed"] = seeding.np_random(pending)
+        return self.__dict__.get(key)
+
+    @property
+    def _np_random(self) -> np.random.Generator | None:
+        return cast("np.random.Generator | None", self._lazy_rng("_rng"))
+
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
+        self._np_random_pending = None
+        self.__dict__["_rng"] = value
+
+    @property
+    def _np_random_seed(self) -> int | None:
+        return cast("int | None", self._lazy_rng("_rng_seed"))
+
+    @_np_random_seed.setter
+    def _np_random_seed(self, value: int | None) -> None:
+        self._lazy_rng("_rng_seed")  # a pending generator first (its seed is then replaced)
+        self.__dict__["_rng_seed"] = value
 
     def _check_jobs(self, jobs: Jobs) -> None:
         """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
-        sampler can give them; the error names the parameter that sets the box)."""
+        sampler can give them; the error names the parameter that sets the box); builds the
+        episode's tables (:meth:`_episode_tables`) on the way."""
         inst = self.instance
         if jobs.allowed.shape[1] != inst.n_instances or jobs.n_slots != inst.horizon:
             raise ValueError(f"the job sampler gave jobs for {jobs.allowed.shape[1]} instances x "
                              f"{jobs.n_slots} slots: the instance has {inst.n_instances} x "
                              f"{inst.horizon}")
         names = ("workload", "capability", "coef", "weight")
-        seen = observed_limits(jobs)
+        seen = self._episode_tables(jobs)
         for name, got, lim, param in zip(names, seen, self._limits, self._limit_names,
                                          strict=True):
             if float(np.float32(got)) > float(np.float32(lim)):
@@ -451,57 +509,76 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                                  dict[str, Any]]:
         """Dispatch the current job (see the class docstring); returns the next observation,
-        the job's welfare, ``terminated`` after the last job, ``truncated=False`` and ``info``."""
+        the job's welfare, ``terminated`` after the last job, ``truncated=False`` and ``info``.
+        The action check, decoding, repair, usage update, welfare and the info's sums are one
+        compiled call (:func:`.dynamics.step_one`)."""
         self._check_reset()
-        jobs = self.jobs
-        N = jobs.n_jobs
-        if self._n >= max(N, 1):
+        n, N = self._n, self._N
+        if n >= max(N, 1):
             raise RuntimeError("step() called after the episode ended: call reset() first")
-        a, clip = self._checked_action(action)
-        n = self._n
+        active = n < N  # else the null job of an empty episode
+        rho = float(self._ep_scalars_rho[n]) if active else 0.0
+        row = n if active else 0
         x = np.zeros(self.instance.n_units)
-        if N == 0:  # null job of an empty episode
-            cap_l1 = wl_l1 = fj = fc = rho = 0.0
+        if self.action_mode == "dispatch":
+            a, decode, clip = self._raw_action(action), True, 0.0
         else:
-            rho = float(jobs.workload[n])
-            upper = self._ep_upper[n]
-            proposal = ((a + 1.0) * 0.5 * upper if self.action_mode == "dispatch"
-                        else self._decode(a).reshape(-1))  # decode_unit's map, flat
-            # repair + usage update + welfare in one kernel (as the vector env steps)
-            cap_l1, wl_l1, fj, fc = dynamics.apply_one(
-                self.instance.family_code, proposal, upper, self._capacity_flat,
-                self._usage.reshape(-1), rho, self._ep_mask[n], self._ep_coef[n],
-                self._ep_weight[n], x)
-            self._X[n] = x.reshape(self._usage.shape)
-        self._n += 1
-        info = self._step_info(x.reshape(self._usage.shape), cap_l1, wl_l1, fj, fc, rho, clip, n)
+            a, clip = self._checked_action(action)
+            a = self._decode(a).reshape(-1) if active else np.zeros_like(x)
+            decode = False
+        upper = self._ep_upper[row] if active else x
+        ok, dclip, cap_l1, wl_l1, fj, fc, served, units, util = dynamics.step_one(
+            self.instance.family_code, decode, a, upper, self._capacity_flat, self._usage_flat,
+            rho, self._ep_mask[row] if active else x > 0, self._ep_coef[row] if active else x,
+            self._ep_weight[row] if active else x, active, x, self._X, n)
+        if not ok:
+            validate_action(action, self._act_dim)  # raises, naming the entry
+        clip = dclip if decode else clip
+        self._n = n + 1
+        info = self._step_info(x.reshape(self._usage.shape), cap_l1, wl_l1, fj, fc, rho, clip,
+                               n, served, units, util)
         terminated = self._n >= max(N, 1)
         if terminated:
             info["final_usage"] = self._usage.copy()
         return self._obs(), fj + fc, terminated, False, info
 
     def _step_info(self, x: np.ndarray, cap_l1: float, wl_l1: float, fj: float, fc: float,
-                   rho: float, clip: float, n: int) -> dict[str, Any]:
+                   rho: float, clip: float, n: int, served: float, units: int,
+                   util: float) -> dict[str, Any]:
         """The step's ``info`` (documented under Rewards) for the applied dispatch ``x``
-        ``(R, T)``; updates the running totals."""
-        served = float(x.sum())
-        self._totals += (fj, fc, served, rho)
-        tot = self._totals.tolist()
-        jobs = self.jobs
+        ``(R, T)`` (``served`` = Σx, ``units`` with x > 1e-9, ``util`` mean ω/C); updates the
+        running totals."""
+        tot = self._totals
+        tot[0] += fj
+        tot[1] += fc
+        tot[2] += served
+        tot[3] += rho
         return {
             "job_utility": fj, "cluster_utility": fc, "dispatch": x,
-            "served": served / rho if rho > 0 else 0.0,
-            "units_used": int(np.count_nonzero(x > 1e-9)),
+            "served": served / rho if rho > 0 else 0.0, "units_used": units,
             "repair_l1": cap_l1 + wl_l1, "repair_capacity": cap_l1,
             "repair_workload": wl_l1, "action_clip": clip,
-            "slot": int(jobs.arrival[n]) if jobs.n_jobs else 0, "job": n,
+            "slot": self._slots[n] if self._N else 0, "job": n,
             "welfare": tot[0] + tot[1], "welfare_jobs": tot[0], "welfare_cluster": tot[1],
             "served_fraction": tot[2] / tot[3] if tot[3] > 0 else 0.0,
-            # = np.mean (the same sum, divided by the count), without its Python overhead
-            "utilization": float((self._usage / self.instance.capacity).sum()
-                                 / self._usage.size),
-            "iota": self._bounds[0], "v": self._bounds[1], "alpha_hat": self._alpha,
+            "utilization": util, "iota": self._bounds[0], "v": self._bounds[1],
+            "alpha_hat": self._alpha,
         }
+
+    def _raw_action(self, action: Any) -> np.ndarray:
+        """A dispatch action as a float32/float64 ``(U,)`` array for :func:`.dynamics.step_one`
+        (which checks the entries); other types are converted, a wrong shape raises
+        ``validate_action``'s ``ValueError``."""
+        if (type(action) is np.ndarray and action.shape == (self._act_dim,)
+                and (action.dtype == np.float32 or action.dtype == np.float64)):
+            return action
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if a is None or a.shape != (self._act_dim,):
+            validate_action(action, self._act_dim)  # raises
+        return cast(np.ndarray, a)
 
     def _checked_action(self, action: np.ndarray) -> tuple[np.ndarray, float]:
         """``(action clipped to [-1, 1] as float64, amount clipped)``; a wrong shape or a

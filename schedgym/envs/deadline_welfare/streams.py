@@ -117,16 +117,38 @@ class StreamSet:
         self._keys = np.array(keys, dtype=np.uint64).reshape(len(names), -1)
         self._gens = [np.random.Generator(np.random.PCG64(0)) for _ in names]
 
-    def get(self, seed: int) -> dict[str, np.random.Generator]:
-        """The streams of ``seed`` (a non-negative integer)."""
+    def words(self, seed: int) -> np.ndarray:
+        """uint64 ``(len(names), 8)``: every stream's ``SeedSequence(seed, spawn_key=(crc32(name),))
+        .generate_state(4, uint64)`` as 8 uint32 words (little-endian pairs), what PCG64 is
+        seeded from (:func:`_pcg_state`, :func:`.pcg.seed_state`). ``seed``: a non-negative
+        integer."""
         run = _uint32_words(int(seed))
         run += [0] * (_POOL - len(run))  # numpy pads the run entropy when a spawn key is set
         ent = np.empty((len(self.names), len(run) + self._keys.shape[1]), dtype=np.uint64)
         ent[:, :len(run)] = run
         ent[:, len(run):] = self._keys
+        return _seed_words_batch(ent)
+
+    def words_batch(self, seeds: list[int]) -> np.ndarray:
+        """:meth:`words` of every seed, uint64 ``(len(seeds), len(names), 8)``, in one compiled
+        call when every seed is below 2**64 (its run entropy is then the 4 words ``lo, hi, 0,
+        0``, as :meth:`words` pads it)."""
+        k, m = len(seeds), len(self.names)
+        if not all(0 <= s < 2**64 for s in seeds):
+            return np.stack([self.words(s) for s in seeds]) if k else np.zeros((0, m, 8),
+                                                                               np.uint64)
+        sd = np.array(seeds, dtype=np.uint64).reshape(k, 1)
+        ent = np.zeros((k, m, _POOL + self._keys.shape[1]), dtype=np.uint64)
+        ent[:, :, 0] = sd & _U32
+        ent[:, :, 1] = sd >> np.uint64(32)
+        ent[:, :, _POOL:] = self._keys
+        return _seed_words_batch(ent.reshape(k * m, -1)).reshape(k, m, 8)
+
+    def get(self, seed: int) -> dict[str, np.random.Generator]:
+        """The streams of ``seed`` (a non-negative integer) as numpy generators."""
         out = {}
-        for name, gen, words in zip(self.names, self._gens,
-                                    _seed_words_batch(ent).tolist(), strict=True):
+        for name, gen, words in zip(self.names, self._gens, self.words(seed).tolist(),
+                                    strict=True):
             state, inc = _pcg_state(words)
             gen.bit_generator.state = {"bit_generator": "PCG64",
                                        "state": {"state": state, "inc": inc},

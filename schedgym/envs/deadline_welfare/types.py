@@ -175,9 +175,21 @@ class Jobs:
     @cached_property
     def mask(self) -> np.ndarray:
         """bool ``(N, R, T)``: indicator of ℛ_n = {(r, t): r in 𝒦_n, s_n <= t <= e_n} (Eq. 1)."""
-        t = np.arange(self.n_slots)
-        window = (t[None, :] >= self.arrival[:, None]) & (t[None, :] <= self.deadline[:, None])
-        return readonly(self.allowed[:, :, None] & window[:, None, :])
+        m = np.empty((self.n_jobs, self.allowed.shape[1], self.n_slots), dtype=bool)
+        mask_into(self.arrival, self.deadline, self.allowed, m)
+        return readonly(m)
+
+
+@numba.njit(cache=True)
+def mask_into(arrival: np.ndarray, deadline: np.ndarray, allowed: np.ndarray,
+              mask: np.ndarray) -> None:
+    """``mask`` bool ``(N, R, T)`` = ``allowed[n, r] and arrival[n] <= t <= deadline[n]``
+    (ℛ_n, Eq. 1; :attr:`Jobs.mask`)."""
+    N, R, T = mask.shape
+    for n in range(N):
+        for r in range(R):
+            for t in range(T):
+                mask[n, r, t] = allowed[n, r] and arrival[n] <= t <= deadline[n]
 
 
 class JobSampler(Protocol):

@@ -31,31 +31,170 @@ from gymnasium.vector.utils import batch_space
 
 from schedgym.core.envbase import resolve_episode_seed
 from schedgym.core.validation import check_int
-from schedgym.envs.deadline_welfare import dynamics
+from schedgym.envs.deadline_welfare import dynamics, pcg
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-from schedgym.envs.deadline_welfare.generator import estimate_memory_mb
-from schedgym.envs.deadline_welfare.pricing import alpha_hat
-from schedgym.envs.deadline_welfare.types import Jobs
+from schedgym.envs.deadline_welfare.generator import (
+    PaperJobSampler,
+    _arrivals,
+    _fill_jobs,
+    estimate_memory_mb,
+)
+from schedgym.envs.deadline_welfare.pricing import alpha_hat, alpha_hat_batch
+from schedgym.envs.deadline_welfare.types import Jobs, _limits_kernel, mask_into
 
-#: Integer-valued per-step ``info`` keys of the single env (the others are floats or arrays).
-_STEP_INT = ("units_used", "slot", "job")
+#: Rows of :func:`_step_batch`'s ``out``.
+_CAP_L1, _WL_L1, _FJ, _FC, _SERVED, _UNITS, _UTIL, _CLIP, _SLOT, _FRAC, _REPAIR, _WELFARE, \
+    _REWARD = range(13)
+
+#: The observation keys in :func:`_obs_batch`'s order.
+_OBS_ORDER = ("workload", "window", "allowed", "capability", "utility_coef", "cluster_weight",
+              "utility_family", "usage", "capacity", "bounds", "progress", "instance")
 
 
 @numba.njit(cache=True)
-def _gather(job_mask: np.ndarray, job_cap: np.ndarray, job_coef: np.ndarray,
-            job_weight: np.ndarray, idx: np.ndarray, cur: np.ndarray, mask: np.ndarray,
-            cap: np.ndarray, coef: np.ndarray, weight: np.ndarray) -> None:
-    """Every copy's job ``idx[b]`` from the padded buffers ``(B, n_max, U)`` into ``(B, U)``
-    rows (float64 or float32): its unit mask (False for copies without a current job, ``cur``)
-    and its capability, coefficient and weight on those units (0 elsewhere)."""
-    for b in range(mask.shape[0]):
-        i = idx[b]
-        for r in range(mask.shape[1]):
-            m = cur[b] and job_mask[b, i, r]
-            mask[b, r] = m
-            cap[b, r] = job_cap[b, i, r] if m else 0.0
-            coef[b, r] = job_coef[b, i, r] if m else 0.0
-            weight[b, r] = job_weight[b, i, r] if m else 0.0
+def _current_job(job_mask: np.ndarray, job_cap: np.ndarray, job_coef: np.ndarray,
+                 job_weight: np.ndarray, b: int, i: int, cur: bool, mask: np.ndarray,
+                 cap: np.ndarray, coef: np.ndarray, weight: np.ndarray) -> None:
+    """Copy ``b``'s job ``i`` from the padded buffers ``(B, n_max, U)`` into ``(U,)`` rows:
+    its unit mask (False without a current job, ``cur``) and its capability, coefficient and
+    weight on those units (0 elsewhere)."""
+    for r in range(mask.size):
+        m = cur and job_mask[b, i, r]
+        mask[r] = m
+        cap[r] = job_cap[b, i, r] if m else 0.0
+        coef[r] = job_coef[b, i, r] if m else 0.0
+        weight[r] = job_weight[b, i, r] if m else 0.0
+
+
+@numba.njit(cache=True)
+def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
+                step: np.ndarray, n: np.ndarray, n_jobs: np.ndarray, job_mask: np.ndarray,
+                job_cap: np.ndarray, job_coef: np.ndarray, job_weight: np.ndarray,
+                job_scalars: np.ndarray, capacity: np.ndarray, usage: np.ndarray,
+                totals: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """Every copy's step in one call, as the single env steps (:func:`.dynamics.apply_one` on
+    the copy's current job ``n[b]`` for the copies that ``step`` and have one). With
+    ``decode``, ``a`` ``(B, U)`` are the (finite) dispatch actions, clipped to [-1, 1] and
+    mapped to ``(a + 1) / 2 * x̄``; without, ``a`` are the proposals and ``clip_in`` the
+    amounts clipped. Writes the dispatch into ``x`` (zeros given), updates ``usage`` and the
+    stepping copies' ``totals`` ``(B, 4)``, and fills ``out`` ``(13, B)``: repair parts, job
+    and cluster utility, served share, units used, mean utilisation, action clip, slot, served
+    fraction, repair, welfare, reward (sums as numpy adds them, :func:`.dynamics.np_sum`)."""
+    B, U = x.shape
+    mask, upper = np.empty(U, dtype=np.bool_), np.empty(U)
+    coef, weight, prop, ratio = np.empty(U), np.empty(U), np.empty(U), np.empty(U)
+    for b in range(B):
+        cur = n[b] < n_jobs[b]
+        i = min(n[b], max(n_jobs[b] - 1, 0))
+        _current_job(job_mask, job_cap, job_coef, job_weight, b, i, cur, mask, upper, coef,
+                     weight)
+        clip = 0.0
+        for r in range(U):
+            if decode:
+                c = min(max(a[b, r], -1.0), 1.0)
+                clip = max(clip, abs(c - a[b, r]))
+                prop[r] = (c + 1.0) * 0.5 * upper[r]
+            else:
+                prop[r] = a[b, r]
+        active = step[b] and cur
+        rho = job_scalars[b, i, 0] if active else 0.0
+        res = (0.0, 0.0, 0.0, 0.0)
+        if active:
+            res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, mask, coef,
+                                     weight, x[b])
+        units = 0
+        for r in range(U):
+            units += x[b, r] > 1e-9
+            ratio[r] = usage[b, r] / capacity[r]
+        served = dynamics.np_sum(x[b], 0, U)
+        if step[b]:
+            totals[b, 0] += res[2]
+            totals[b, 1] += res[3]
+            totals[b, 2] += served
+            totals[b, 3] += rho
+        out[_CAP_L1, b], out[_WL_L1, b], out[_FJ, b], out[_FC, b] = res
+        out[_SERVED, b] = served / rho if rho > 0 else 0.0
+        out[_UNITS, b] = units
+        out[_UTIL, b] = dynamics.np_sum(ratio, 0, U) / U
+        out[_CLIP, b] = clip if decode else clip_in[b]
+        out[_SLOT, b] = job_scalars[b, i, 1] if n_jobs[b] > 0 else 0.0
+        out[_FRAC, b] = totals[b, 2] / totals[b, 3] if totals[b, 3] > 0 else 0.0
+        out[_REPAIR, b] = res[0] + res[1]
+        out[_WELFARE, b] = totals[b, 0] + totals[b, 1]
+        out[_REWARD, b] = res[2] + res[3] if step[b] else 0.0
+
+
+@numba.njit(cache=True)
+def _obs_batch(n: np.ndarray, n_jobs: np.ndarray, job_mask: np.ndarray, job_cap: np.ndarray,
+               job_coef: np.ndarray, job_weight: np.ndarray, job_scalars: np.ndarray,
+               usage: np.ndarray, capacity32: np.ndarray, family: np.ndarray,
+               bounds: np.ndarray, features: np.ndarray, offsets: np.ndarray,
+               buf: np.ndarray) -> None:
+    """Every copy's observation into one float32 buffer, key by key (``offsets`` in
+    :data:`_OBS_ORDER`; each key a ``(B, size)`` block): the current job's scalars and unit
+    rows (zeros without one), the family, ``min(float32(ω), float32(C))``, the capacities, the
+    bounds, ``min(1, n / max(N, 1))`` and the instance features."""
+    B, U = usage.shape
+    mask, cap, coef, weight = np.empty(U, dtype=np.bool_), np.empty(U), np.empty(U), np.empty(U)
+    F, K = family.size, features.size
+    for b in range(B):
+        cur = n[b] < n_jobs[b]
+        i = min(n[b], max(n_jobs[b] - 1, 0))
+        _current_job(job_mask, job_cap, job_coef, job_weight, b, i, cur, mask, cap, coef,
+                     weight)
+        buf[offsets[0] + b] = job_scalars[b, i, 0] if cur else 0.0
+        for j in range(2):
+            buf[offsets[1] + 2 * b + j] = job_scalars[b, i, 1 + j] if cur else 0.0
+        for r in range(U):
+            buf[offsets[2] + b * U + r] = 1.0 if mask[r] else 0.0
+            buf[offsets[3] + b * U + r] = cap[r]
+            buf[offsets[4] + b * U + r] = coef[r]
+            buf[offsets[5] + b * U + r] = weight[r]
+            buf[offsets[7] + b * U + r] = min(np.float32(usage[b, r]), capacity32[r])
+            buf[offsets[8] + b * U + r] = capacity32[r]
+        for j in range(F):
+            buf[offsets[6] + b * F + j] = family[j]
+        buf[offsets[9] + 2 * b] = bounds[b, 0]
+        buf[offsets[9] + 2 * b + 1] = bounds[b, 1]
+        buf[offsets[10] + b] = min(1.0, n[b] / max(n_jobs[b], 1))
+        for j in range(K):
+            buf[offsets[11] + b * K + j] = features[j]
+
+
+@numba.njit(cache=True)
+def _draw_batch(words: np.ndarray, p: np.ndarray, n_jobs: int, coef_job: bool, code: int,
+                delta: float, capacity: np.ndarray, rows: np.ndarray, arrival: np.ndarray,
+                deadline: np.ndarray, mask: np.ndarray, cap: np.ndarray, coef: np.ndarray,
+                weight: np.ndarray, scalars: np.ndarray, limits: np.ndarray,
+                bounds: np.ndarray) -> None:
+    """The paper sampler's episode (``n_jobs`` jobs, every instance allowed) of every copy
+    ``rows[j]`` from its streams' seed words ``words[j]`` ``(6, 8)``, drawn as
+    :class:`.generator.PaperJobSampler` draws it, straight into the padded buffers: ``arrival``,
+    ``deadline`` ``(B, n_max)``, ``mask``, ``cap``, ``coef``, ``weight`` ``(B, n_max, R, T)``,
+    ``scalars`` ``(B, n_max, 3)`` (ρ, s, e); per copy the observed maxima ``limits[j]`` and
+    the ``(ι, v)`` candidates ``bounds[j]`` (as the single env's reset computes them)."""
+    N = n_jobs
+    R = cap.shape[2]
+    st = np.empty((6, 4), dtype=np.uint64)
+    allowed = np.ones((N, R), dtype=np.bool_)
+    rho = np.empty(N)
+    for j in range(rows.size):
+        b = rows[j]
+        for i in range(6):
+            pcg.seed_state(words[j, i], st[i])
+        s = _arrivals(st[0], p[11], cap.shape[3], N)
+        arrival[b, :N] = s
+        _fill_jobs(st[1:], p, coef_job, s, deadline[b, :N], rho, cap[b, :N], coef[b, :N],
+                   weight[b, :N])
+        mask_into(s, deadline[b, :N], allowed, mask[b, :N])
+        for n in range(N):
+            scalars[b, n, 0] = rho[n]
+            scalars[b, n, 1] = s[n]
+            scalars[b, n, 2] = deadline[b, n]
+        limits[j] = _limits_kernel(rho, s, deadline[b, :N], allowed, cap[b, :N], coef[b, :N],
+                                   weight[b, :N])
+        bounds[j, 0], bounds[j, 1] = dynamics._bounds_kernel(
+            code, mask[b, :N], coef[b, :N], cap[b, :N], weight[b, :N], capacity, delta)
 
 
 class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
@@ -95,13 +234,11 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self._bounds = np.ones((B, 2))
         self._alpha = np.full(B, 2.0)
         self._seeds = np.zeros(B, dtype=np.int64)
+        self._drawn = np.zeros(B, dtype=bool)
         self._alloc_jobs(1)
         self._autoreset = np.zeros(B, dtype=bool)
         self._needs_reset = True
-        static = {"utility_family": t._family, "capacity": t._capacity32}
-        if t.instance_features:
-            static["instance"] = t.instance_feature_vector()
-        self._static = {k: np.tile(v, (B, 1)) for k, v in static.items()}
+        self._obs_layout()
 
     def _check_memory(self) -> None:
         """Refuse ``num_envs`` copies whose episodes would need more than the single env's
@@ -119,54 +256,147 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
 
     # ------------------------------------------------------------------ episode buffers
     def _alloc_jobs(self, n_max: int) -> None:
-        """Padded per-copy job buffers ``(B, n_max, U)`` (grown when an episode needs more)."""
-        B, U = self.num_envs, self.instance.n_units
-        old = getattr(self, "_job_mask", None)
-        self._job_mask = np.zeros((B, n_max, U), dtype=bool)
-        self._job_cap = np.zeros((B, n_max, U))
-        self._job_coef = np.zeros((B, n_max, U))
-        self._job_weight = np.zeros((B, n_max, U))
+        """Padded per-copy job buffers ``(B, n_max, R, T)`` with flat-unit views ``(B, n_max,
+        U)`` (grown when an episode needs more)."""
+        B, R, T = self.num_envs, self.instance.n_instances, self.instance.horizon
+        old = [self._episode_jobs(b) for b in range(B)] if hasattr(self, "_job_mask") else []
+        self._mask4 = np.zeros((B, n_max, R, T), dtype=bool)
+        self._cap4, self._coef4, self._weight4 = (np.zeros((B, n_max, R, T)) for _ in range(3))
+        shape = (B, n_max, R * T)
+        self._job_mask = self._mask4.reshape(shape)
+        self._job_cap = self._cap4.reshape(shape)
+        self._job_coef = self._coef4.reshape(shape)
+        self._job_weight = self._weight4.reshape(shape)
         self._job_scalars = np.zeros((B, n_max, 3))  # workload, arrival, deadline
-        if old is not None:  # re-fill the copies' current episodes
-            for b, jobs in enumerate(self._jobs):
-                if jobs is not None:
-                    self._store_jobs(b, jobs)
+        self._arrival = np.zeros((B, n_max), dtype=np.int64)
+        self._deadline = np.zeros((B, n_max), dtype=np.int64)
+        for b, jobs in enumerate(old):  # re-fill the copies' current episodes
+            if jobs is not None:
+                self._store_jobs(b, jobs)
 
     def _store_jobs(self, b: int, jobs: Jobs) -> None:
         N = jobs.n_jobs
+        self._jobs[b] = jobs
         if N > self._job_mask.shape[1]:
-            self._jobs[b] = jobs
             self._alloc_jobs(N)
             return
-        shape = (N, self.instance.n_units)
-        self._job_mask[b, :N] = jobs.mask.reshape(shape)
-        for buf, arr in ((self._job_cap, jobs.capability), (self._job_coef, jobs.coef),
-                         (self._job_weight, jobs.weight)):
-            buf[b, :N] = arr.reshape(shape)  # Jobs holds full (N, R, T) arrays
+        self._mask4[b, :N] = jobs.mask
+        self._cap4[b, :N] = jobs.capability  # Jobs holds full (N, R, T) arrays
+        self._coef4[b, :N] = jobs.coef
+        self._weight4[b, :N] = jobs.weight
         self._job_scalars[b, :N, 0] = jobs.workload
         self._job_scalars[b, :N, 1] = jobs.arrival
         self._job_scalars[b, :N, 2] = jobs.deadline
 
-    def _reset_one(self, b: int, seed: int | None) -> dict[str, Any]:
-        """Start a new episode in copy ``b`` as ``DeadlineWelfareEnv.reset`` does; returns its
-        reset info."""
+    def _episode_jobs(self, b: int) -> Jobs | None:
+        """Copy ``b``'s episode's :class:`Jobs` (built from the buffers, once, for an episode
+        drawn by :meth:`_reset_batch`; ``None`` before its first reset)."""
+        jobs = self._jobs[b]
+        if jobs is None and self._drawn[b]:
+            N = int(self._n_jobs[b])
+            R = self.instance.n_instances
+            jobs = Jobs.trusted(self._arrival[b, :N].copy(), self._deadline[b, :N].copy(),
+                                self._job_scalars[b, :N, 0].copy(),
+                                np.ones((N, R), dtype=bool), self._cap4[b, :N].copy(),
+                                self._coef4[b, :N].copy(), self._weight4[b, :N].copy())
+            self._jobs[b] = jobs
+        return jobs
+
+    def _batch_sampler(self) -> PaperJobSampler | None:
+        """The template's sampler if :meth:`_reset_batch` can draw its episodes (the paper
+        sampler with a fixed number of jobs and no locality), else ``None``."""
+        smp = self.template._sample_jobs
+        if type(smp) is not PaperJobSampler:
+            return None
+        p = smp.params
+        m = p["locality_size"]
+        if p["n_jobs"] is None or (m is not None and m < p["n_instances"]):
+            return None
+        return smp
+
+    def _episode_seed(self, b: int, seed: int | None) -> int:
+        """Copy ``b``'s episode seed as the single env's reset resolves it (its own
+        generator, seeded with ``seed`` when given)."""
         if seed is not None:
             self._np_randoms[b], _ = seeding.np_random(seed)
         elif self._np_randoms[b] is None:
             self._np_randoms[b], _ = seeding.np_random()
         rng = self._np_randoms[b]
         assert rng is not None
+        return resolve_episode_seed(seed, rng)
+
+    def _reset_batch(self, rows: list[int], seeds: list[int | None],
+                     infos: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Start new episodes in copies ``rows`` (their reset ``seeds``); returns ``infos``
+        with those copies' reset infos added in Gymnasium's vector-info form. With the paper
+        sampler the episodes are drawn in one compiled call (:func:`_draw_batch`), else copy
+        by copy through the template's own sampler (:meth:`_reset_one`)."""
+        infos = {} if infos is None else infos
+        smp = self._batch_sampler()
+        if smp is None:
+            for b, seed in zip(rows, seeds, strict=True):
+                infos = self._add_info(infos, self._reset_one(b, seed), b)
+            return infos
+        eps = [self._episode_seed(b, seed) for b, seed in zip(rows, seeds, strict=True)]
+        N = int(smp.params["n_jobs"])
+        if N > self._job_mask.shape[1]:
+            self._alloc_jobs(N)
+        inst, t = self.instance, self.template
+        idx = np.array(rows, dtype=np.int64)
+        limits, bounds = np.empty((idx.size, 4)), np.empty((idx.size, 2))
+        delta = inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0
+        _draw_batch(smp._streams.words_batch(eps), smp._p,  # type: ignore[attr-defined]
+                    N, smp.params["coef_scope"] == "job", inst.family_code, float(delta),
+                    inst.capacity, idx, self._arrival, self._deadline, self._mask4, self._cap4,
+                    self._coef4, self._weight4, self._job_scalars, limits, bounds)
+        for b in rows:
+            self._jobs[b] = None  # built from the buffers when needed (_episode_jobs)
+        self._drawn[idx] = True
+        self._n_jobs[idx] = N
+        over = limits.astype(np.float32) > np.array(t._limits, dtype=np.float32)
+        if over.any():  # the single env's check raises, naming the parameter
+            j = int(np.flatnonzero(over.any(axis=1))[0])
+            t._check_jobs(cast(Jobs, self._episode_jobs(rows[j])))
+        bnd = [dynamics.bounds_from(inst, iota, v) for iota, v in bounds.tolist()]
+        alpha = alpha_hat_batch(np.array([v / iota for iota, v in bnd]))
+        self._n[idx] = 0
+        self._usage[idx] = 0.0
+        self._totals[idx] = 0.0
+        self._bounds[idx] = bnd
+        self._alpha[idx] = alpha
+        self._seeds[idx] = eps
+        return self._batch_info(idx, {"n_jobs": [N] * idx.size, "iota": [x[0] for x in bnd],
+                                      "v": [x[1] for x in bnd], "alpha_hat": alpha.tolist(),
+                                      "episode_seed": eps}, infos)
+
+    def _batch_info(self, idx: np.ndarray, values: dict[str, list[Any]],
+                    infos: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``infos`` with every copy ``idx[j]``'s value ``values[key][j]`` added, as
+        :meth:`_add_info` adds them one copy at a time (arrays of the values' Python type,
+        ``_key`` masks, first-seen key order)."""
+        infos = {} if infos is None else infos
+        for key, vals in values.items():
+            if key not in infos:
+                infos[key] = np.zeros(self.num_envs, dtype=type(vals[0]))
+            infos[key][idx] = vals
+            mask = infos.get("_" + key, np.zeros(self.num_envs, dtype=np.bool_))
+            mask[idx] = True
+            infos[key], infos["_" + key] = infos[key], mask
+        return infos
+
+    def _reset_one(self, b: int, seed: int | None) -> dict[str, Any]:
+        """Start a new episode in copy ``b`` as ``DeadlineWelfareEnv.reset`` does, through the
+        template's own sampler and checks; returns its reset info."""
         t = self.template
-        ep = resolve_episode_seed(seed, rng)
+        ep = self._episode_seed(b, seed)
         jobs = t._sample_jobs(ep)
-        t._check_jobs(jobs)
-        self._jobs[b] = jobs
+        t._check_jobs(jobs)  # also builds the episode's tables and bounds
         self._store_jobs(b, jobs)
         self._n[b] = 0
         self._n_jobs[b] = jobs.n_jobs
         self._usage[b] = 0.0
         self._totals[b] = 0.0
-        bounds = dynamics.marginal_bounds(self.instance, jobs)
+        bounds = t._ep_next[6]
         self._bounds[b] = bounds
         self._alpha[b] = alpha_hat(bounds[1] / bounds[0])
         self._seeds[b] = ep
@@ -174,43 +404,35 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
                 "alpha_hat": float(self._alpha[b]), "episode_seed": ep}
 
     # ------------------------------------------------------------------ observations
-    def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(rows, job index, has a job)`` of every copy's current job in the buffers."""
-        rows = np.arange(self.num_envs)
-        cur = self._n < self._n_jobs
-        idx = np.minimum(self._n, np.maximum(self._n_jobs - 1, 0))
-        return rows, idx, cur
-
-    def _gathered(self, dtype: type) -> tuple[np.ndarray, ...]:
-        """``(mask, capability, coef, weight)`` ``(B, U)`` of every copy's current job (zeros
-        off its units and for copies past their last job), floats in ``dtype``."""
-        _, idx, cur = self._current()
-        B, U = self.num_envs, self.instance.n_units
-        out = (np.empty((B, U), dtype=bool),) + tuple(np.empty((B, U), dtype=dtype)
-                                                       for _ in range(3))
-        _gather(self._job_mask, self._job_cap, self._job_coef, self._job_weight, idx, cur,
-                *out)
-        return out
+    def _obs_layout(self) -> None:
+        """Where every observation key's ``(B, size)`` block lies in :meth:`_obs`'s buffer."""
+        space = cast(spaces.Dict, self.single_observation_space).spaces
+        self._obs_blocks: dict[str, tuple[int, int]] = {}
+        offsets = np.zeros(len(_OBS_ORDER), dtype=np.int64)
+        k = 0
+        for j, key in enumerate(_OBS_ORDER):
+            offsets[j] = k
+            if key in space:
+                size = int(np.prod(space[key].shape or (1,)))
+                self._obs_blocks[key] = (k, size)
+                k += self.num_envs * size
+        self._obs_offsets, self._obs_size = offsets, k
+        t = self.template
+        self._features = (t.instance_feature_vector() if t.instance_features
+                          else np.zeros(0, dtype=np.float32))
 
     def _obs(self) -> dict[str, np.ndarray]:
-        rows, idx, cur = self._current()
-        mask, cap, coef, weight = self._gathered(np.float32)
-        sc = np.where(cur[:, None], self._job_scalars[rows, idx], 0.0).astype(np.float32)
-        f32 = np.float32
-        obs = {
-            "workload": sc[:, :1], "window": sc[:, 1:],
-            "allowed": mask.astype(f32), "capability": cap, "utility_coef": coef,
-            "cluster_weight": weight,
-            "utility_family": self._static["utility_family"].copy(),
-            "usage": np.minimum(self._usage.astype(f32), self._static["capacity"]),
-            "capacity": self._static["capacity"].copy(),
-            "bounds": self._bounds.astype(f32),
-            "progress": (np.minimum(1.0, self._n / np.maximum(self._n_jobs, 1))
-                         .astype(f32)[:, None]),
-        }
-        if "instance" in self._static:
-            obs["instance"] = self._static["instance"].copy()
-        return {k: np.ascontiguousarray(obs[k]) for k in self._obs_keys}
+        """The batched observations, filled by one compiled call (:func:`_obs_batch`) into one
+        fresh float32 buffer; every key is a C-contiguous ``(B, size)`` view of its own block."""
+        buf = np.empty(self._obs_size, dtype=np.float32)
+        t = self.template
+        _obs_batch(self._n, self._n_jobs, self._job_mask, self._job_cap, self._job_coef,
+                   self._job_weight, self._job_scalars, self._usage, t._capacity32, t._family,
+                   self._bounds, self._features, self._obs_offsets, buf)
+        B = self.num_envs
+        blocks = self._obs_blocks
+        return {k: buf[blocks[k][0]:blocks[k][0] + B * blocks[k][1]].reshape(B, blocks[k][1])
+                for k in self._obs_keys}
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -225,9 +447,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             seeds = list(seed)
             if len(seeds) != B:
                 raise ValueError(f"seed has {len(seeds)} entries: must have num_envs={B}")
-        infos: dict[str, Any] = {}
-        for b in range(B):
-            infos = self._add_info(infos, self._reset_one(b, seeds[b]), b)
+        infos = self._reset_batch(list(range(B)), seeds)
         self._autoreset[:] = False
         self._needs_reset = False
         return self._obs(), infos
@@ -249,15 +469,13 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
                              f"{a[b, i]!r}): every entry must be finite")
         return a
 
-    def _proposals(self, a: np.ndarray, step: np.ndarray,
-                   upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(proposal, action_clip)`` ``(B, U)``, ``(B,)`` of the copies that step, decoded
-        as the single env decodes them (``upper``: x̄ on the current job's units)."""
+    def _pricing_proposals(self, a: np.ndarray,
+                           step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(proposal, action_clip)`` ``(B, U)``, ``(B,)`` of the pricing mode: every
+        stepping copy with a current job decoded by the single env's own decoder."""
         clipped = np.clip(a, -1.0, 1.0)
         clip = np.max(np.abs(clipped - a), axis=1)
-        if self.action_mode == "dispatch":
-            return (clipped + 1.0) * 0.5 * upper, clip
-        proposal = np.zeros_like(upper)
+        proposal = np.zeros((self.num_envs, self.instance.n_units))
         for b in np.flatnonzero(step & (self._n < self._n_jobs)).tolist():
             proposal[b] = self._template_decode(b, clipped[b]).reshape(-1)  # single env's rule
         return proposal, clip
@@ -280,7 +498,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         """The template env with copy ``b``'s episode state (views, no copies), so its own
         decoder and renderer act on that copy."""
         t = self.template
-        t._jobs = self._jobs[b]
+        t._jobs = self._episode_jobs(b)
         t._n = int(self._n[b])
         t._usage = self._usage[b].reshape(self.instance.n_instances, -1)
         t._totals = self._totals[b]
@@ -297,25 +515,25 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         B = self.num_envs
         resets = self._autoreset.copy()
         step = ~resets
-        rows, idx, cur = self._current()
-        mask, upper, coef, weight = self._gathered(np.float64)
-        proposal, clip = self._proposals(a, step, upper)
-        active = step & cur
+        decode = self.action_mode == "dispatch"
+        clip = np.zeros(B)
+        if not decode:
+            a, clip = self._pricing_proposals(a, step)
         x = np.zeros((B, self.instance.n_units))
-        out = np.zeros((B, 4))
-        scal = self._job_scalars[rows, idx]
-        rho = np.where(active, scal[:, 0], 0.0)
-        dynamics.apply_batch(self.instance.family_code, proposal, upper, self._capacity,
-                             self._usage, rho, mask, coef, weight, active, x, out)
-        infos = self._step_infos(step, x, out, rho, clip, scal)
-        rewards = np.where(step, out[:, 2] + out[:, 3], 0.0)
+        out = np.empty((13, B))
+        _step_batch(self.instance.family_code, decode, a, clip, step, self._n, self._n_jobs,
+                    self._job_mask, self._job_cap, self._job_coef, self._job_weight,
+                    self._job_scalars, self._capacity, self._usage, self._totals, x, out)
+        infos = self._step_infos(step, x, out)
+        rewards = out[_REWARD]
         self._n += step
         terminated = step & (self._n >= np.maximum(self._n_jobs, 1))
         if terminated.any():
             self._add_masked(infos, "final_usage", self._usage.reshape(
                 (B, self.instance.n_instances, -1)).copy(), terminated)
-        for b in np.flatnonzero(resets).tolist():
-            infos = self._add_info(infos, self._reset_one(b, None), b)
+        if resets.any():
+            again = np.flatnonzero(resets).tolist()
+            infos = self._reset_batch(again, [None] * len(again), infos)
         self._autoreset = terminated.copy()
         return self._obs(), rewards, terminated, np.zeros(B, dtype=bool), infos
 
@@ -334,40 +552,32 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             infos[key] = np.where(mask.reshape(shape), values, 0).astype(values.dtype)
         infos["_" + key] = mask.copy()
 
-    def _step_infos(self, step: np.ndarray, x: np.ndarray, out: np.ndarray,
-                    rho: np.ndarray, clip: np.ndarray, scal: np.ndarray) -> dict[str, Any]:
-        """The single env's step ``info`` of every stepping copy, batched; updates the running
-        totals of those copies."""
+    def _step_infos(self, step: np.ndarray, x: np.ndarray, out: np.ndarray) -> dict[str, Any]:
+        """The single env's step ``info`` of every stepping copy, batched, from
+        :func:`_step_batch`'s ``out`` ``(13, B)``."""
         B = self.num_envs
-        served = x.sum(axis=1)
-        self._totals[step] += np.stack([out[:, 2], out[:, 3], served, rho], axis=1)[step]
         tot = self._totals
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(tot[:, 3] > 0, tot[:, 2] / tot[:, 3], 0.0)
-            served_share = np.where(rho > 0, served / rho, 0.0)
         values = {
-            "job_utility": out[:, 2], "cluster_utility": out[:, 3],
+            "job_utility": out[_FJ], "cluster_utility": out[_FC],
             "dispatch": x.reshape(B, self.instance.n_instances, -1),
-            "served": served_share, "units_used": np.count_nonzero(x > 1e-9, axis=1),
-            "repair_l1": out[:, 0] + out[:, 1], "repair_capacity": out[:, 0],
-            "repair_workload": out[:, 1], "action_clip": clip,
-            "slot": np.where(self._n_jobs > 0, scal[:, 1], 0).astype(np.int64),
-            "job": self._n.copy(),
-            "welfare": tot[:, 0] + tot[:, 1], "welfare_jobs": tot[:, 0].copy(),
-            "welfare_cluster": tot[:, 1].copy(), "served_fraction": frac,
-            "utilization": np.mean(self._usage / self._capacity, axis=1),
-            "iota": self._bounds[:, 0].copy(), "v": self._bounds[:, 1].copy(),
-            "alpha_hat": self._alpha.copy(),
+            "served": out[_SERVED], "units_used": out[_UNITS].astype(np.int64),
+            "repair_l1": out[_REPAIR], "repair_capacity": out[_CAP_L1],
+            "repair_workload": out[_WL_L1], "action_clip": out[_CLIP],
+            "slot": out[_SLOT].astype(np.int64), "job": self._n.copy(),
+            "welfare": out[_WELFARE], "welfare_jobs": tot[:, 0].copy(),
+            "welfare_cluster": tot[:, 1].copy(), "served_fraction": out[_FRAC],
+            "utilization": out[_UTIL], "iota": self._bounds[:, 0].copy(),
+            "v": self._bounds[:, 1].copy(), "alpha_hat": self._alpha.copy(),
         }
         infos: dict[str, Any] = {}
         if step.all():  # the common case: every value is a fresh array, every mask all True
+            ones = np.ones(B, dtype=bool)
             for key, val in values.items():
-                infos[key] = val.astype(np.int64) if key in _STEP_INT else val
-                infos["_" + key] = np.ones(B, dtype=bool)
+                infos[key] = val
+                infos["_" + key] = ones.copy()
             return infos
         for key, val in values.items():
-            dtype = np.int64 if key in _STEP_INT else val.dtype
-            self._add_masked(infos, key, np.asarray(val, dtype=dtype), step)
+            self._add_masked(infos, key, val, step)
         return infos
 
     def close_extras(self, **kwargs: Any) -> None:
