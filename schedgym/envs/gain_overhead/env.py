@@ -241,6 +241,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, actions.ACTION_MODES)
         self.arrivals_protocol: str = check_choice("arrivals", arrivals, ARRIVAL_PROTOCOLS)
+        #: The observed arrivals are slot ``t - lag``'s: 0 (revealed) or 1 (hidden).
+        self._lag = 0 if self.arrivals_protocol == "revealed" else 1
         self.instance_features: bool = check_bool("instance_features", instance_features)
         limit = check_float("memory_limit_mb", memory_limit_mb, low=0.0, low_open=True)
         if instance is not None:
@@ -263,6 +265,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             instance.n_types, params.arrival_prob
         )
         self._build_spaces()
+        #: ``t / T`` for t = 0..T as float32 (the observation's ``progress``, one slice per step).
+        self._progress = (np.arange(self.horizon + 1) / self.horizon).astype(np.float32)
         self._t = 0
         self._arrivals = np.zeros((self.horizon, instance.n_types))
         self._util = np.zeros(instance.n_instances * instance.n_resources)
@@ -329,7 +333,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     def observed_arrivals(self) -> np.ndarray:
         """What the observation's ``arrivals`` carries now: ``x(t)`` (revealed) or ``x(t-1)``
         (hidden); zeros where that slot does not exist."""
-        s = self._t if self.arrivals_protocol == "revealed" else self._t - 1
+        s = self._t - self._lag
         if 0 <= s < self.horizon:
             return self._arrivals[s]
         return np.zeros(self.instance.n_types)
@@ -338,7 +342,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         obs = {
             "arrivals": self.observed_arrivals().astype(np.float32),
             "utilization": self._util.astype(np.float32),
-            "progress": np.array([self._t / self.horizon], dtype=np.float32),
+            "progress": self._progress[self._t:self._t + 1].copy(),
         }
         if self.instance_features:
             obs["instance"] = self._features.copy()
