@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 from gymnasium import spaces
 
@@ -77,6 +78,17 @@ def _key_check(key: str, low: np.ndarray, high: np.ndarray
         lo, hi = float(lo.flat[0]), float(hi.flat[0])
     infinite = not (np.isfinite(low).all() and np.isfinite(high).all())
     return key, low.shape, lo, hi, infinite
+
+
+@numba.njit(cache=True)
+def _outside(val: np.ndarray, low: float, high: float, need_finite: bool) -> bool:
+    """Whether an entry of ``val`` (flat) is outside ``[low, high]`` (compared in float64) or NaN,
+    or, with ``need_finite``, infinite; one pass instead of numpy's ``min``/``max``/``isfinite``."""
+    for v in val:
+        x = float(v)
+        if not (x >= low and x <= high) or (need_finite and not np.isfinite(x)):
+            return True
+    return False
 
 
 def _is_sb3_vec(env: Any) -> bool:
@@ -182,11 +194,12 @@ class Agent:
                                  f"{shape} (another instance's or env's observation?)")
             if not val.size:
                 continue
-            if isinstance(low, float):  # NaN fails both comparisons
-                ok = float(val.min()) >= low and float(val.max()) <= high
+            if isinstance(low, float):  # one compiled pass (NaN fails both comparisons)
+                bad = _outside(val.reshape(-1), low, high, infinite)
             else:
-                ok = bool((val >= low).all() and (val <= high).all())
-            if not ok or (infinite and not np.isfinite(val).all()):
+                bad = not ((val >= low).all() and (val <= high).all()) or (
+                    infinite and not np.isfinite(val).all())
+            if bad:
                 self._raise_out_of_space(obs)
         if "instance" in obs:
             feats = np.asarray(obs["instance"], dtype=np.float64)
