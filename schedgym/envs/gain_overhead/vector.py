@@ -24,8 +24,9 @@ copies of one); resets go through them (seeding, the arrival draw, the reset inf
 copy is the single env's own. A step is batched: the state of every copy lives in arrays of the
 vector env (slot ``t`` ``(N,)``, utilization ``(N, R * K)``, the episodes' arrivals ``(N, T + 2,
 L)`` with a zero row before and after, whose middle rows the copies' ``_arrivals`` are views of);
-the finite check, clipping and the ``"allocation"`` decode of all copies are one compiled call
-(:mod:`.fastpath`, the single env's decode per row), the learnable modes' decode is
+the finite check is one vectorised test of the whole batch, clipping and the ``"allocation"``
+decode of all copies are one compiled call (:mod:`.fastpath`, the single env's decode per row;
+float32 actions are read as they are), the learnable modes' decode is
 :func:`.actions.decode_batch`, the projection and the reward of all copies are one call of
 :func:`.dynamics.score_batch`, and the observations are a few array operations over all copies.
 ``envs`` and ``render()`` bring the copies' slot and utilization up to date before handing them
