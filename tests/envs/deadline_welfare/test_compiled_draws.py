@@ -15,6 +15,7 @@ from gymnasium.utils import seeding
 from schedgym.core import rng as rngs
 from schedgym.envs.deadline_welfare import ENV_ID, dynamics, pcg
 from schedgym.envs.deadline_welfare.streams import StreamSet, _pcg_state
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance
 
 _MASK64 = 2**64 - 1
 
@@ -119,3 +120,34 @@ def test_observation_key_order_and_fresh_memory():
     obs["usage"][:] = 99.0  # nor does a user's write reach the env or the next observation
     np.testing.assert_array_equal(env.step(env.action_space.sample())[0]["capacity"],
                                   before["capacity"])
+
+
+def test_vector_batched_episodes_equal_the_sampler_jobs():
+    vec = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", n_jobs=4,
+                       coef_scope="job")
+    native = vec.unwrapped
+    assert native._batch_sampler() is not None  # the compiled batched path is the one tested
+    _, info = vec.reset(seed=[4, 2**40 + 1, 9])
+    sampler = native.template._sample_jobs
+    for b, seed in enumerate([4, 2**40 + 1, 9]):
+        got, want = native._episode_jobs(b), sampler(seed)
+        for name in ("arrival", "deadline", "workload", "allowed", "capability", "coef",
+                     "weight", "mask"):
+            a, w = getattr(got, name), getattr(want, name)
+            assert a.dtype == w.dtype and a.shape == w.shape, name
+            np.testing.assert_array_equal(a, w, err_msg=name)
+        assert info["episode_seed"][b] == seed and info["n_jobs"][b] == 4
+
+
+def test_vector_batched_reset_refuses_jobs_beyond_the_box_as_the_single_env():
+    from schedgym.envs.deadline_welfare.generator import DEFAULTS, generate
+
+    inst = generate({**DEFAULTS, "n_instances": 2, "horizon": 3}, 0)
+    tight = DeadlineWelfareInstance(capacity=inst.capacity, job_limits=(40.0, 20.0, 1.5, 1.0))
+    with pytest.raises(ValueError, match=r"coef up to .*instance\.job_limits\[2\]"):
+        gym.make(ENV_ID, instance=tight).reset(seed=0)
+    vec = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                       instance=tight)
+    assert vec.unwrapped._batch_sampler() is not None
+    with pytest.raises(ValueError, match=r"coef up to .*instance\.job_limits\[2\]"):
+        vec.reset(seed=0)
