@@ -161,8 +161,12 @@ def _project_slots(z: np.ndarray, slots: np.ndarray, caps: np.ndarray, cap: np.n
     for r in range(n_inst):
         col[r] = nxt[size[r]]
         nxt[size[r]] += n_res
-    zb, ab, vb = np.empty(width * n_groups), np.empty(width * n_groups), np.empty(width * n_groups)
-    c, out, work = np.empty(n_groups), np.empty(n_groups), np.empty(WORK_ROWS * n_groups)
+    buf = np.empty((3 * width + 2 + WORK_ROWS) * n_groups)  # one allocation for the scratch
+    size_zav = width * n_groups
+    zb, ab, vb = buf[:size_zav], buf[size_zav:2 * size_zav], buf[2 * size_zav:3 * size_zav]
+    c, out = buf[3 * size_zav:3 * size_zav + n_groups], buf[3 * size_zav + n_groups:
+                                                            3 * size_zav + 2 * n_groups]
+    work = buf[3 * size_zav + 2 * n_groups:]
     for r in range(n_inst):
         n = size[r]
         for k in range(n_res):
@@ -223,7 +227,10 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
 def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
                    alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
                    slots: np.ndarray, caps: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    z = y + eta * _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta)
+    z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta)
+    for e in range(z.shape[0]):  # y + eta * grad, in place (same bits as the array expression)
+        for k in range(z.shape[1]):
+            z[e, k] = y[e, k] + eta * z[e, k]
     out, load = np.empty(y.shape), np.empty(cap.shape)
     _project_slots(z, slots, caps, cap, out, load)
     return out
