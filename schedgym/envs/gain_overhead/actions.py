@@ -52,53 +52,50 @@ def action_size(inst: GainOverheadInstance, mode: str) -> int:
     return inst.n_types * inst.n_resources
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _best_response_one(code: int, alpha: float, w: float, price: float, upper: float,
                        scale: float) -> float:
     """``argmax_{0 <= y <= upper} w f(y) - price y`` of one entry: ``upper`` for a non-positive
     price (``f`` is non-decreasing), else the ``y`` with ``f'(y) = price / w`` per family
     (linear: ``+inf`` where ``alpha > g`` else 0), clipped to ``[0, upper]``. The one
-    implementation of the closed forms."""
-    if price <= 0.0:
-        y = upper
-    else:
-        g = max(price, 1e-300) / w  # target slope (> 0)
-        if code == utilities.LINEAR:
-            y = math.inf if alpha > g else 0.0
-        elif code == utilities.LOG:  # alpha / (1 + y) = g
-            y = alpha / g - 1.0
-        elif code == utilities.POLY:  # alpha / (2 sqrt(1 + y)) = g
-            y = (alpha / (2.0 * g)) ** 2 - 1.0
-        elif code == utilities.RECIPROCAL:  # 1 / (y + s alpha)^2 = g
-            y = 1.0 / math.sqrt(g) - scale * alpha
-        else:
-            y = math.nan
+    implementation of the closed forms; every family's value is computed and one selected
+    (no branches, so the loops over entries vectorise; numpy's semantics for a zero ``w``)."""
+    g = max(price, 1e-300) / w  # target slope (> 0)
+    lin = math.inf if alpha > g else 0.0
+    log = alpha / g - 1.0  # alpha / (1 + y) = g
+    q = alpha / (2.0 * g)
+    poly = q * q - 1.0  # alpha / (2 sqrt(1 + y)) = g
+    recip = 1.0 / math.sqrt(g) - scale * alpha  # 1 / (y + s alpha)^2 = g
+    y = (lin if code == utilities.LINEAR else log if code == utilities.LOG
+         else poly if code == utilities.POLY else recip if code == utilities.RECIPROCAL
+         else math.nan)
+    y = upper if price <= 0.0 else y
     return min(max(y, 0.0), upper)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _best_response_flat(code: np.ndarray, alpha: np.ndarray, w: np.ndarray, price: np.ndarray,
                         upper: np.ndarray, scale: float, out: np.ndarray) -> None:
-    """:func:`_best_response_one` for every entry ``i`` of ``out`` (flat); each input is flat
-    and repeats with its own period (entry ``i`` reads ``x[i % x.size]``), which covers a
-    batch of instance-shaped arrays without copying them."""
-    ic = ia = iw = ip = iu = 0
-    for i in range(out.size):
-        out[i] = _best_response_one(code[ic], alpha[ia], w[iw], price[ip], upper[iu], scale)
-        ic, ia, iw, ip, iu = ic + 1, ia + 1, iw + 1, ip + 1, iu + 1  # i % size, without %
-        ic = 0 if ic == code.size else ic
-        ia = 0 if ia == alpha.size else ia
-        iw = 0 if iw == w.size else iw
-        ip = 0 if ip == price.size else ip
-        iu = 0 if iu == upper.size else iu
+    """:func:`_best_response_one` for every entry of ``out`` (flat, size ``B * m``): ``code``,
+    ``alpha``, ``upper`` have ``m`` entries and repeat for each of the ``B`` blocks (a batch of
+    instance-shaped arrays, read without copying); ``price`` is full size; ``w`` is full size
+    or one value."""
+    m = code.size
+    full_w = w.size == out.size
+    w0 = w[0]
+    for b in range(out.size // m):
+        o = b * m
+        for j in range(m):
+            out[o + j] = _best_response_one(code[j], alpha[j], w[o + j] if full_w else w0,
+                                            price[o + j], upper[j], scale)
 
 
-def _periodic(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``x`` flat, as :func:`_best_response_flat` reads it for a result of ``shape``: as it is
-    when ``x`` is a trailing block of ``shape`` (or a scalar), else broadcast and copied."""
-    if x.size == 1 or x.shape == shape[len(shape) - x.ndim:]:
-        return np.ascontiguousarray(x).reshape(-1)
-    return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
+def _flat(x: np.ndarray, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """``x`` (broadcast to ``shape`` first, when given and different) as a flat contiguous
+    array."""
+    if shape is not None and x.shape != shape:
+        x = np.broadcast_to(x, shape)
+    return np.ascontiguousarray(x).reshape(-1)
 
 
 def best_response(
@@ -110,16 +107,20 @@ def best_response(
 
     Solves ``f'(y) = price / w`` with the inverse derivative of each family and clips to the box;
     a non-positive price gives ``upper`` (``f`` is non-decreasing). One compiled pass
-    (:func:`_best_response_one` per entry).
+    (:func:`_best_response_one` per entry); ``code``, ``alpha`` and ``upper`` of one shape that
+    ends the broadcast shape (an instance's ``(E, K)`` under a batch of prices) are not copied.
     """
-    args = [np.asarray(code), np.asarray(alpha, dtype=np.float64),
-            np.asarray(w, dtype=np.float64), np.asarray(price, dtype=np.float64),
-            np.asarray(upper, dtype=np.float64)]
-    shape = np.broadcast_shapes(*(a.shape for a in args))
+    c, al, up = (np.asarray(code), np.asarray(alpha, dtype=np.float64),
+                 np.asarray(upper, dtype=np.float64))
+    ww, pr = np.asarray(w, dtype=np.float64), np.asarray(price, dtype=np.float64)
+    shape = np.broadcast_shapes(c.shape, al.shape, ww.shape, pr.shape, up.shape)
     out = np.empty(shape)
     if out.size:
-        c, al, ww, pr, up = (_periodic(a, shape) for a in args)
-        _best_response_flat(c, al, ww, pr, up, float(scale), out.reshape(-1))
+        block = shape[len(shape) - c.ndim:]
+        inner = block if c.shape == al.shape == up.shape == block else shape
+        _best_response_flat(_flat(c, inner), _flat(al, inner),
+                            _flat(ww) if ww.size == 1 else _flat(ww, shape), _flat(pr, shape),
+                            _flat(up, inner), float(scale), out.reshape(-1))
     return out
 
 
