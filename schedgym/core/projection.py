@@ -129,6 +129,36 @@ def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> N
 
 
 @numba.njit(cache=True)
+def _bracket_left(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
+    """:func:`_bracket` for the groups left by :func:`_first_segment` (over capacity, ``th <
+    0``), copied side by side into a smaller block first: the search costs ``O(n^2)`` per group
+    in the block, and each group's result does not depend on which others are in it."""
+    n, n_groups = Z.shape
+    s0, th = work[0], work[1]
+    left = np.empty(n_groups, dtype=np.int64)
+    m = 0
+    for g in range(n_groups):
+        left[m] = g
+        m += 1 if (th[g] < 0.0) & (s0[g] > c[g]) else 0
+    if 4 * m >= 3 * n_groups:  # most groups are left: search in place
+        _bracket(Z, A, c, work)
+        return
+    buf = np.empty((2 * n + 1 + WORK_ROWS) * m)
+    Zl, Al = buf[:n * m].reshape((n, m)), buf[n * m:2 * n * m].reshape((n, m))
+    cl = buf[2 * n * m:(2 * n + 1) * m]
+    wl = buf[(2 * n + 1) * m:].reshape((WORK_ROWS, m))
+    for i in range(n):
+        zr, ar, zl, al = Z[i], A[i], Zl[i], Al[i]
+        for j in range(m):
+            zl[j], al[j] = zr[left[j]], ar[left[j]]
+    for j in range(m):
+        cl[j], wl[0, j], wl[1, j] = c[left[j]], s0[left[j]], -1.0
+    _bracket(Zl, Al, cl, wl)
+    for j in range(m):
+        th[left[j]] = wl[1, j]
+
+
+@numba.njit(cache=True)
 def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
     """theta for a group with ``g(0) > c`` by sorting the slope events (O(n log n)).
 
@@ -195,7 +225,7 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
         if n > SMALL_GROUP:
             _sorted_groups(Z, A, c, work)
         else:
-            _bracket(Z, A, c, work)
+            _bracket_left(Z, A, c, work)
     for g in range(n_groups):
         th[g] = th[g] if s0[g] > c[g] else 0.0  # within capacity: the clip
         f[g] = 0.0
