@@ -4,10 +4,11 @@ Prints, measured in one run on this machine (ratios against references measured 
 process, never absolute targets):
 0. first-call compile time of the compiled kernels (a fresh numba cache in a subprocess) and
    the load time once cached;
-1. env steps/s (one step = one job) with random actions at the paper-default size, as a ratio
-   to CartPole-v1's steps/s: the single env, the native vector env (64 copies, per env-step)
-   and SyncVectorEnv (64 copies) for reference; and the same without episode ends (one
-   episode of 2,000 jobs) to separate the step from the reset (the job sampler);
+1. env steps per CPU second (``time.process_time``: the machine is shared) with random actions
+   at the paper-default size, as a ratio to CartPole-v1's, measured the same way: the single
+   env, the native vector env (64 copies, per env-step) and SyncVectorEnv (64 copies) for
+   reference; and the same without episode ends (one episode of 2,000 jobs) to separate the
+   step from the reset (the job sampler);
 2. every agent's mean decision time per job (``predict``: parse + solve + encode);
 3. OnSocMax's exact P3 solver (``P3.solve``) next to cvxpy/Clarabel (``solve_p3_cvxpy``: build +
    solve, as an agent would per job) on the same subproblems - every job OnSocMax decided in

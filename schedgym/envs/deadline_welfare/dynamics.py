@@ -393,21 +393,6 @@ def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.n
 
 
 @numba.njit(cache=True)
-def apply_batch(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
-                usage: np.ndarray, workload: np.ndarray, mask: np.ndarray, coef: np.ndarray,
-                weight: np.ndarray, active: np.ndarray, x: np.ndarray,
-                out: np.ndarray) -> None:
-    """:func:`apply_one` for every active row of ``(B, U)`` arrays (``workload`` ``(B,)``);
-    writes the dispatch into ``x`` ``(B, U)`` and ``(capacity_l1, workload_l1, job utility,
-    cluster utility)`` into ``out`` ``(B, 4)``; inactive rows are left untouched."""
-    for b in range(proposal.shape[0]):
-        if active[b]:
-            out[b, 0], out[b, 1], out[b, 2], out[b, 3] = apply_one(
-                code, proposal[b], upper[b], capacity, usage[b], workload[b], mask[b],
-                coef[b], weight[b], x[b])
-
-
-@numba.njit(cache=True)
 def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.ndarray,
                   allowed: np.ndarray, workload: np.ndarray, capability: np.ndarray,
                   coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, mask: np.ndarray,

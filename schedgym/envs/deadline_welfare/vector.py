@@ -9,12 +9,13 @@ Results equal ``B`` single envs under ``SyncVectorEnv`` bit for bit (observation
 terminated/truncated, infos with Gymnasium's ``_key`` masks): ``reset(seed=s)`` seeds copy ``i``
 with ``s + i``; autoreset follows Gymnasium's default ``NEXT_STEP`` mode (the step after an
 episode ends resets that copy, ignores its action, returns reward 0 and the new episode's reset
-info). The episodes' jobs come from the single env's own sampler and checks; the repair, the
-usage update and the welfare of every copy run in one compiled call
-(:func:`schedgym.envs.deadline_welfare.dynamics.apply_batch`) and the observations are built for
-all copies at once. ``render_mode`` (``"ansi"``, ``"rgb_array"``) is the single env's:
-``render()`` returns every copy's frame, drawn by the single env's viewer, as ``SyncVectorEnv``
-does.
+info). The episodes' jobs are the single env's: with the paper sampler (fixed number of jobs,
+no locality) every resetting copy's episode is drawn by one compiled call with the sampler's own
+kernels (:func:`_draw_batch`), else copy by copy through the template's sampler and checks. The
+step of every copy (decode, :func:`schedgym.envs.deadline_welfare.dynamics.apply_one`, the info's
+sums) is one compiled call (:func:`_step_batch`), the observations another (:func:`_obs_batch`).
+``render_mode`` (``"ansi"``, ``"rgb_array"``) is the single env's: ``render()`` returns every
+copy's frame, drawn by the single env's viewer, as ``SyncVectorEnv`` does.
 """
 
 from __future__ import annotations

@@ -85,6 +85,13 @@ class _Hasher:
         self.h.update(b"".join(buf))
 
 
+def _act(agent: Any, obs: Any, rng: np.random.Generator, space: Any) -> np.ndarray:
+    """OnSocMax's action, or random float32 actions (some outside [-1, 1]) without an agent."""
+    if agent is None:
+        return (1.2 * rng.uniform(-1, 1, space.shape)).astype(np.float32)
+    return agent.predict(obs, deterministic=True)[0]
+
+
 def _single(kwargs: dict[str, Any], policy: str, seeds: list[int]) -> dict[str, Any]:
     """Episodes of the single env: seeded resets, then one seedless reset (drawn from the env's
     own generator); random actions (some outside [-1, 1]) or OnSocMax."""
@@ -97,11 +104,7 @@ def _single(kwargs: dict[str, Any], policy: str, seeds: list[int]) -> dict[str, 
         h.add(obs, info)
         ret, done = 0.0, False
         while not done:
-            if agent is None:
-                a = (1.2 * rng.uniform(-1, 1, env.action_space.shape)).astype(np.float32)
-            else:
-                a, _ = agent.predict(obs, deterministic=True)
-            obs, r, term, trunc, info = env.step(a)
+            obs, r, term, trunc, info = env.step(_act(agent, obs, rng, env.action_space))
             h.add(obs, r, term, trunc, info)
             ret += float(r)
             done = term or trunc
@@ -120,11 +123,7 @@ def _vector(kwargs: dict[str, Any], policy: str, num_envs: int, steps: int) -> d
     h.add(obs, info)
     total = np.zeros(num_envs)
     for _ in range(steps):
-        if agent is None:
-            a = (1.2 * rng.uniform(-1, 1, env.action_space.shape)).astype(np.float32)
-        else:
-            a, _ = agent.predict(obs, deterministic=True)
-        obs, r, term, trunc, info = env.step(a)
+        obs, r, term, trunc, info = env.step(_act(agent, obs, rng, env.action_space))
         h.add(obs, r, term, trunc, info)
         total += r
     return {"sha256": h.h.hexdigest(), "returns": total.tolist()}
