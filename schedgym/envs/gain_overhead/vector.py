@@ -86,6 +86,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._t = np.zeros(self.num_envs, dtype=np.int64)
         self._util = np.zeros((self.num_envs, inst.n_instances * inst.n_resources))
         self._features = getattr(first, "_features", None)
+        self._z = np.empty((self.num_envs, *inst.edge_caps.shape))  # decode scratch
         self._needs_reset = True
 
     @property
@@ -203,7 +204,9 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         inst, n = self.instance, self._n_action
         clip = np.empty(live.size)
         if self.action_mode == "allocation":
-            z = np.empty((live.size, *inst.edge_caps.shape))
+            # the targets are scratch (score_batch reads them, nothing keeps them): one buffer
+            # for the usual all-copies step, so 8 |E| K N bytes are not allocated every step
+            z = self._z if live.size == self.num_envs else np.empty((live.size, *self._z.shape[1:]))
             fastpath.clip_decode_rows(a, live, self._upper, z.reshape(live.size, n), clip)
             return z, clip
         clipped = np.empty((live.size, n))
