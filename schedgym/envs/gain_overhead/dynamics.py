@@ -104,19 +104,23 @@ def reward(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> float:
 
 @numba.njit(cache=True)
 def _supergradient_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
-                          s: float, type_starts: np.ndarray, beta: np.ndarray) -> np.ndarray:
+                          s: float, type_starts: np.ndarray, beta: np.ndarray, eta: float,
+                          ascend: bool) -> np.ndarray:
+    """The supergradient ``g`` (E, K) at ``y``, or with ``ascend`` the ascent point ``y + eta *
+    g`` (OgaSched's step before the projection), in one pass."""
     n_types, (n_edges, n_res) = type_starts.size, y.shape
     g = np.empty((n_edges, n_res))
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
-        ks = _dominant(y, beta, lo, hi)[0]
+        ks, xl = _dominant(y, beta, lo, hi)[0], x[l]
         for e in range(lo, hi):
             for k in range(n_res):
-                g[e, k] = derivative_one(codes[e, k], alpha[e, k], y[e, k], s)
-            g[e, ks] -= beta[ks]
-            for k in range(n_res):
-                g[e, k] *= x[l]
+                d = derivative_one(codes[e, k], alpha[e, k], y[e, k], s)
+                if k == ks:
+                    d -= beta[ks]
+                d *= xl
+                g[e, k] = y[e, k] + eta * d if ascend else d
     return g
 
 
@@ -128,7 +132,7 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
     """
     return _supergradient_kernel(
         np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), inst.edge_codes,
-        inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta)
+        inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, 0.0, False)
 
 
 @numba.njit(cache=True)
@@ -227,10 +231,7 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
 def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
                    alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
                    slots: np.ndarray, caps: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta)
-    for e in range(z.shape[0]):  # y + eta * grad, in place (same bits as the array expression)
-        for k in range(z.shape[1]):
-            z[e, k] = y[e, k] + eta * z[e, k]
+    z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta, eta, True)
     out, load = np.empty(y.shape), np.empty(cap.shape)
     _project_slots(z, slots, caps, cap, out, load)
     return out
