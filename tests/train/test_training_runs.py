@@ -135,17 +135,28 @@ def test_interrupt_saves_model_config_and_run_json(tmp_path):
     sets = sum((["--set", f"{k}={v}"] for k, v in small_overrides(GO).items()), [])
     args = ["train", "a2c", GO, *sets, "--timesteps", "10000000", "--out", str(tmp_path),
             "--hp", "n_steps=8", "--no-progress", "--eval-freq", "0"]
-    code = f"import sys; from schedgym.train.cli import main; sys.exit(main({args!r}))"
+    # faulthandler on SIGUSR1: if the run does not stop, the failure shows where it hangs
+    code = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1); "
+            f"from schedgym.train.cli import main; sys.exit(main({args!r}))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     run = tmp_path / "GainOverhead-v0" / "a2c_s0"
     deadline = time.monotonic() + 240
-    while not list(run.glob("events.out.tfevents.*")) and time.monotonic() < deadline:
+    while not list(run.glob("events.out.tfevents.*")):
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, "training did not start within 240 s"
         time.sleep(0.5)
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(3.0)
+        proc.kill()
+        raise AssertionError("no exit 120 s after SIGINT; stacks:\n"
+                             + proc.communicate()[1][-6000:]) from None
     assert proc.returncode == 130, err[-2000:]
     for f in ("model.zip", "config.yml", "run.json"):
         assert (run / f).is_file(), f
