@@ -25,4 +25,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # Ctrl-C as in a terminal even when the test runner was started in the background by a
+    # non-interactive shell, which ignores SIGINT for `&` jobs (and children inherit that)
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())

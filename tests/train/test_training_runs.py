@@ -135,8 +135,11 @@ def test_interrupt_saves_model_config_and_run_json(tmp_path):
     sets = sum((["--set", f"{k}={v}"] for k, v in small_overrides(GO).items()), [])
     args = ["train", "a2c", GO, *sets, "--timesteps", "10000000", "--out", str(tmp_path),
             "--hp", "n_steps=8", "--no-progress", "--eval-freq", "0"]
-    # faulthandler on SIGUSR1: if the run does not stop, the failure shows where it hangs
+    # faulthandler on SIGUSR1: if the run does not stop, the failure shows where it hangs;
+    # SIGINT restored as in a terminal (a runner started with `&` by a non-interactive shell
+    # ignores it, and children inherit that: then nothing would stop the run)
     code = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1); "
+            "signal.signal(signal.SIGINT, signal.default_int_handler); "
             f"from schedgym.train.cli import main; sys.exit(main({args!r}))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
