@@ -318,6 +318,33 @@ def np_sum(a: np.ndarray, lo: int, n: int) -> float:
 
 
 @numba.njit(cache=True)
+def decode_dispatch(a: np.ndarray, upper: np.ndarray, proposal: np.ndarray) -> float:
+    """The ``"dispatch"`` mode's map of a finite action ``a`` ``(U,)``: ``proposal`` =
+    ``(clip(a, -1, 1) + 1) / 2 * upper``; returns the clip amount ``max |clip(a) - a|``. The one
+    compiled copy of the decode, for the env's and the vector env's step."""
+    clip = 0.0
+    for i in range(upper.size):
+        c = min(max(a[i], -1.0), 1.0)
+        clip = max(clip, abs(c - a[i]))
+        proposal[i] = (c + 1.0) * 0.5 * upper[i]
+    return clip
+
+
+@numba.njit(cache=True)
+def dispatch_stats(x: np.ndarray, usage: np.ndarray, capacity: np.ndarray,
+                   ratio: np.ndarray) -> tuple[float, int, float]:
+    """A step's info figures of the dispatch ``x`` ``(U,)`` after it: ``(Σ x, units with
+    x > 1e-9, mean usage / capacity)``, the sums as numpy adds them (:func:`np_sum`); ``ratio``
+    ``(U,)`` is scratch."""
+    U = capacity.size
+    units = 0
+    for i in range(U):
+        units += x[i] > 1e-9
+        ratio[i] = usage[i] / capacity[i]
+    return np_sum(x, 0, U), units, np_sum(ratio, 0, U) / U
+
+
+@numba.njit(cache=True)
 def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
              usage: np.ndarray, workload: float, mask: np.ndarray, coef: np.ndarray,
              weight: np.ndarray, active: bool, x: np.ndarray, X: np.ndarray,
@@ -336,10 +363,7 @@ def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity
             if not np.isfinite(a[i]):
                 return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0
         proposal = np.empty(U)
-        for i in range(U):
-            c = min(max(a[i], -1.0), 1.0)
-            clip = max(clip, abs(c - a[i]))
-            proposal[i] = (c + 1.0) * 0.5 * upper[i]
+        clip = decode_dispatch(a, upper, proposal)
     else:
         proposal = a.astype(np.float64)
     cap_l1 = wl_l1 = fj = fc = 0.0
@@ -349,13 +373,8 @@ def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity
         T = X.shape[2]
         for i in range(U):
             X[n, i // T, i % T] = x[i]
-    units = 0
-    ratio = np.empty(U)
-    for i in range(U):
-        units += x[i] > 1e-9
-        ratio[i] = usage[i] / capacity[i]
-    return (True, clip, cap_l1, wl_l1, fj, fc, np_sum(x, 0, U), units,
-            np_sum(ratio, 0, U) / U)
+    served, units, util = dispatch_stats(x, usage, capacity, np.empty(U))
+    return True, clip, cap_l1, wl_l1, fj, fc, served, units, util
 
 
 @numba.njit(cache=True)

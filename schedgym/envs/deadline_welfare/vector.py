@@ -89,25 +89,18 @@ def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
         i = min(n[b], max(n_jobs[b] - 1, 0))
         _current_job(job_mask, job_cap, job_coef, job_weight, b, i, cur, mask, upper, coef,
                      weight)
-        clip = 0.0
-        for r in range(U):
-            if decode:
-                c = min(max(a[b, r], -1.0), 1.0)
-                clip = max(clip, abs(c - a[b, r]))
-                prop[r] = (c + 1.0) * 0.5 * upper[r]
-            else:
-                prop[r] = a[b, r]
+        if decode:
+            clip = dynamics.decode_dispatch(a[b], upper, prop)
+        else:
+            clip = clip_in[b]
+            prop[:] = a[b]
         active = step[b] and cur
         rho = job_scalars[b, i, 0] if active else 0.0
         res = (0.0, 0.0, 0.0, 0.0)
         if active:
             res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, mask, coef,
                                      weight, x[b])
-        units = 0
-        for r in range(U):
-            units += x[b, r] > 1e-9
-            ratio[r] = usage[b, r] / capacity[r]
-        served = dynamics.np_sum(x[b], 0, U)
+        served, units, util = dynamics.dispatch_stats(x[b], usage[b], capacity, ratio)
         if step[b]:
             totals[b, 0] += res[2]
             totals[b, 1] += res[3]
@@ -116,8 +109,8 @@ def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
         out[_CAP_L1, b], out[_WL_L1, b], out[_FJ, b], out[_FC, b] = res
         out[_SERVED, b] = served / rho if rho > 0 else 0.0
         out[_UNITS, b] = units
-        out[_UTIL, b] = dynamics.np_sum(ratio, 0, U) / U
-        out[_CLIP, b] = clip if decode else clip_in[b]
+        out[_UTIL, b] = util
+        out[_CLIP, b] = clip
         out[_SLOT, b] = job_scalars[b, i, 1] if n_jobs[b] > 0 else 0.0
         out[_FRAC, b] = totals[b, 2] / totals[b, 3] if totals[b, 3] > 0 else 0.0
         out[_REPAIR, b] = res[0] + res[1]
