@@ -198,6 +198,21 @@ def _sorted_groups(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _clip_block(Z: np.ndarray, A: np.ndarray, V: np.ndarray, load: np.ndarray, s0: np.ndarray
+                ) -> None:
+    """``V = clip(Z, 0, A)`` and ``load = s0``: :func:`project_block`'s result when no group is
+    over its capacity, bit for bit (``z - 0.0 == z``; the rescaling factor is 1 and ``s0`` is the
+    same sum in the same order)."""
+    n, n_groups = Z.shape
+    for i in range(n):
+        zr, ar, vr = Z[i], A[i], V[i]
+        for g in range(n_groups):
+            vr[g] = min(max(zr[g], 0.0), ar[g])
+    for g in range(n_groups):
+        load[g] = s0[g]
+
+
+@numba.njit(cache=True, error_model="numpy")
 def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
                   work: np.ndarray) -> None:
     """Exact projection of every column ``Z[:, g]`` of ``Z`` ``(n, G)`` (a group of ``n``
@@ -207,9 +222,10 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 
     The one implementation of the exact projection; every caller (the batched wrappers here, the
     env step and OgaSched's update) lays its groups out as columns, one block per group size. A
-    group within its capacity is clipped to its box; one barely over it is solved on g's first
-    linear piece in closed form; the rest search the bracket of breakpoints around theta
-    (:func:`_bracket`, or :func:`_theta_sorted` above ``SMALL_GROUP`` entries). All groups go
+    group within its capacity is clipped to its box (a block with no group over its capacity
+    stops there); one barely over it is solved on g's first linear piece in closed form; the rest
+    search the bracket of breakpoints around theta (:func:`_bracket`, or :func:`_theta_sorted`
+    above ``SMALL_GROUP`` entries). All groups go
     through each step together along the contiguous group axis (branch-free, vectorised), which
     is far cheaper than solving groups of a few entries one at a time.
     """
@@ -221,6 +237,12 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
         zr, ar = Z[i], A[i]
         for g in range(n_groups):
             s0[g] += min(max(zr[g], 0.0), ar[g])
+    over = False
+    for g in range(n_groups):
+        over |= s0[g] > c[g]
+    if not over:  # every group within its capacity: the clip (theta = 0), its sums are s0
+        _clip_block(Z, A, V, load, s0)
+        return
     if _first_segment(Z, A, c, work):
         if n > SMALL_GROUP:
             _sorted_groups(Z, A, c, work)

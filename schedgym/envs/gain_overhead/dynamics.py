@@ -136,66 +136,45 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 
 @numba.njit(cache=True)
-def _project_slots(z: np.ndarray, slots: np.ndarray, caps: np.ndarray, cap: np.ndarray,
-                   y: np.ndarray, load: np.ndarray) -> None:
+def _project_slots(z: np.ndarray, rows: np.ndarray, insts: np.ndarray, count: np.ndarray,
+                   caps: np.ndarray, capacity: np.ndarray, y: np.ndarray, load: np.ndarray
+                   ) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
-    Group ``(r, k)`` holds the channels ``slots[r, :n_r]`` (padded with -1) of instance ``r``.
-    The groups of each size ``n`` become the columns of one ``(n, G_n)`` block (rows of ``z`` and
-    ``caps`` copied whole) and :func:`~schedgym.core.projection.project_block` projects each
-    block at once.
+    ``rows, insts, count, caps, capacity``: the instance's :class:`~.types.ProjectionPlan`. The
+    groups of the instances with ``n`` channels are the columns of one ``(n, G_n)`` block (rows
+    of ``z`` copied in whole, the caps and capacities precomputed in that layout), which
+    :func:`~schedgym.core.projection.project_block` projects at once.
     """
-    n_inst, width = slots.shape
     n_res = z.shape[1]
-    n_groups = n_inst * n_res
-    size = np.empty(n_inst, dtype=np.int64)
-    count = np.zeros(width + 1, dtype=np.int64)  # groups of each size
-    for r in range(n_inst):
-        n = 0
-        while n < width and slots[r, n] >= 0:
-            n += 1
-        size[r] = n
-        count[n] += n_res
-    first = np.zeros(width + 1, dtype=np.int64)  # first group (column) of each size
-    off = np.zeros(width + 1, dtype=np.int64)  # where each size's blocks start in the buffers
-    for n in range(width):
-        first[n + 1] = first[n] + count[n]
-        off[n + 1] = off[n] + n * count[n]
-    col, nxt = np.empty(n_inst, dtype=np.int64), first.copy()
-    for r in range(n_inst):
-        col[r] = nxt[size[r]]
-        nxt[size[r]] += n_res
-    buf = np.empty((3 * width + 2 + WORK_ROWS) * n_groups)  # one allocation for the scratch
-    size_zav = width * n_groups
-    zb, ab, vb = buf[:size_zav], buf[size_zav:2 * size_zav], buf[2 * size_zav:3 * size_zav]
-    c, out = buf[3 * size_zav:3 * size_zav + n_groups], buf[3 * size_zav + n_groups:
-                                                            3 * size_zav + 2 * n_groups]
-    work = buf[3 * size_zav + 2 * n_groups:]
-    for r in range(n_inst):
-        n = size[r]
+    for j in range(count[0]):  # instances without channels use nothing
         for k in range(n_res):
-            c[col[r] + k] = cap[r, k]
-        for d in range(n):  # row d, column col[r] - first[n] of size n's block
-            e, at = slots[r, d], off[n] + d * count[n] + col[r] - first[n]
-            for k in range(n_res):
-                zb[at + k] = z[e, k]
-                ab[at + k] = caps[e, k]
-    for g in range(count[0]):  # instances without channels use nothing
-        out[g] = 0.0
-    for n in range(1, width + 1):
-        g0, gn, lo = first[n], count[n], off[n]
-        if gn:
-            project_block(zb[lo:lo + n * gn].reshape((n, gn)), ab[lo:lo + n * gn].reshape((n, gn)),
-                          c[g0:g0 + gn], vb[lo:lo + n * gn].reshape((n, gn)), out[g0:g0 + gn],
-                          work[:WORK_ROWS * gn].reshape((WORK_ROWS, gn)))
-    for r in range(n_inst):
-        n = size[r]
-        for k in range(n_res):
-            load[r, k] = out[col[r] + k]
+            load[insts[j], k] = 0.0
+    at_i, at_r, at_c = count[0], 0, 0
+    for n in range(1, count.size):
+        m = count[n]
+        if m == 0:
+            continue
+        n_groups = m * n_res
+        block = rows[at_r:at_r + n * m].reshape((n, m))
+        zb, vb = np.empty((n, n_groups)), np.empty((n, n_groups))
+        lb, work = np.empty(n_groups), np.empty((WORK_ROWS, n_groups))
         for d in range(n):
-            e, at = slots[r, d], off[n] + d * count[n] + col[r] - first[n]
+            for j in range(m):
+                e = block[d, j]
+                for k in range(n_res):
+                    zb[d, j * n_res + k] = z[e, k]
+        project_block(zb, caps[n_res * at_r:n_res * (at_r + n * m)].reshape((n, n_groups)),
+                      capacity[at_c:at_c + n_groups], vb, lb, work)
+        for d in range(n):
+            for j in range(m):
+                e = block[d, j]
+                for k in range(n_res):
+                    y[e, k] = vb[d, j * n_res + k]
+        for j in range(m):
             for k in range(n_res):
-                y[e, k] = vb[at + k]
+                load[insts[at_i + j], k] = lb[j * n_res + k]
+        at_i, at_r, at_c = at_i + m, at_r + n * m, at_c + n_groups
 
 
 def project_grouped(
@@ -207,7 +186,7 @@ def project_grouped(
     if method == "exact":
         y, load = np.empty(shape), np.empty((inst.n_instances, inst.n_resources))
         zz = np.ascontiguousarray(z, dtype=np.float64).reshape(shape)
-        _project_slots(zz, inst.instance_slots, inst.edge_caps, inst.capacities, y, load)
+        _project_slots(zz, *inst.projection_plan, y, load)
         return y, load
     if method == "paper":
         zt = np.asarray(z, dtype=np.float64).ravel()[inst.group_gather]
@@ -230,10 +209,10 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
 @numba.njit(cache=True)
 def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
                    alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
-                   slots: np.ndarray, caps: np.ndarray, cap: np.ndarray) -> np.ndarray:
+                   plan: tuple, n_inst: int) -> np.ndarray:
     z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta, eta, True)
-    out, load = np.empty(y.shape), np.empty(cap.shape)
-    _project_slots(z, slots, caps, cap, out, load)
+    out, load = np.empty(y.shape), np.empty((n_inst, y.shape[1]))
+    _project_slots(z, plan[0], plan[1], plan[2], plan[3], plan[4], out, load)
     return out
 
 
@@ -244,7 +223,7 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
     return _ascent_kernel(
         np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), float(eta),
         inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts,
-        inst.beta, inst.instance_slots, inst.edge_caps, inst.capacities)
+        inst.beta, tuple(inst.projection_plan), inst.n_instances)
 
 
 @dataclass(frozen=True)
@@ -266,14 +245,15 @@ class BatchOutcome:
 
 
 @numba.njit(cache=True)
-def _score_one(z: np.ndarray, x: np.ndarray, slots: np.ndarray, caps: np.ndarray,
-               cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+def _score_one(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
+               codes: np.ndarray, alpha: np.ndarray,
                s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
                util: np.ndarray, stats: np.ndarray, work: np.ndarray, k_star: np.ndarray) -> None:
     """Projects ``z`` (E, K) onto Y into ``y`` and scores it against ``x`` (L,): ``util`` (R, K)
     gets the utilization, ``stats[:3] = (distance, gain, penalty)``; ``work`` (2, L) and
-    ``k_star`` (L,) are scratch. The one step formula of the env and the vector env."""
-    _project_slots(z, slots, caps, cap, y, util)
+    ``k_star`` (L,) are scratch; ``plan``: the instance's ``ProjectionPlan`` as a tuple. The
+    one step formula of the env and the vector env."""
+    _project_slots(z, plan[0], plan[1], plan[2], plan[3], plan[4], y, util)
     for r in range(util.shape[0]):
         for k in range(util.shape[1]):
             util[r, k] = min(util[r, k] * inv_cap[r, k], 1.0)
@@ -287,15 +267,15 @@ def _score_one(z: np.ndarray, x: np.ndarray, slots: np.ndarray, caps: np.ndarray
 
 
 @numba.njit(cache=True)
-def _score_batch(z: np.ndarray, x: np.ndarray, slots: np.ndarray, caps: np.ndarray,
-                 cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+def _score_batch(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
+                 codes: np.ndarray, alpha: np.ndarray,
                  s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
                  util: np.ndarray, stats: np.ndarray) -> None:
     """:func:`_score_one` for each copy ``i`` of ``z`` (N, E, K) against ``x[i]``."""
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
     for i in range(z.shape[0]):
-        _score_one(z[i], x[i], slots, caps, cap, inv_cap, codes, alpha, s, type_starts, beta,
-                   y[i], util[i], stats[i], work, ks)
+        _score_one(z[i], x[i], plan, inv_cap, codes, alpha, s, type_starts, beta, y[i],
+                   util[i], stats[i], work, ks)
 
 
 def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
@@ -310,9 +290,9 @@ def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> Bat
     n = zz.shape[0]
     y, util, stats = np.empty((n, E, K)), np.empty((n, R, K)), np.empty((n, 3))
     _score_batch(zz, np.ascontiguousarray(x, dtype=np.float64).reshape(n, -1),
-                 inst.instance_slots, inst.edge_caps, inst.capacities, inst.inverse_capacities,
-                 inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale),
-                 inst.type_starts, inst.beta, y, util, stats)
+                 tuple(inst.projection_plan), inst.inverse_capacities, inst.edge_codes,
+                 inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, y,
+                 util, stats)
     return BatchOutcome(y, util, stats[:, 0], stats[:, 1], stats[:, 2])
 
 
@@ -330,8 +310,8 @@ def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
 
 
 @numba.njit(cache=True)
-def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, slots: np.ndarray,
-                     caps: np.ndarray, cap: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray,
+def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, plan: tuple,
+                     inv_cap: np.ndarray, codes: np.ndarray,
                      alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
                      y: np.ndarray, util: np.ndarray, stats: np.ndarray) -> int:
     """Finite check, clip, decode, projection and score of one ``"allocation"``-mode action in
@@ -339,11 +319,11 @@ def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, slots: np.
     for i in range(a.size):
         if not np.isfinite(a[i]):
             return i
-    z = np.empty(caps.shape)
+    z = np.empty(y.shape)
     stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
-    _score_one(z, x, slots, caps, cap, inv_cap, codes, alpha, s, type_starts, beta, y, util,
-               stats, work, ks)
+    _score_one(z, x, plan, inv_cap, codes, alpha, s, type_starts, beta, y, util, stats, work,
+               ks)
     return -1
 
 
@@ -355,10 +335,10 @@ def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray
     first non-finite entry of ``a`` (then the other outputs are garbage) or -1."""
     y = np.empty(inst.edge_caps.shape)
     util, stats = np.empty(inst.capacities.shape), np.empty(4)
-    bad = _step_allocation(a, x, inst.edge_caps.reshape(-1), inst.instance_slots,
-                           inst.edge_caps, inst.capacities, inst.inverse_capacities,
-                           inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale),
-                           inst.type_starts, inst.beta, y, util, stats)
+    bad = _step_allocation(a, x, inst.edge_caps.reshape(-1), tuple(inst.projection_plan),
+                           inst.inverse_capacities, inst.edge_codes, inst.edge_alpha,
+                           float(inst.reciprocal_scale), inst.type_starts, inst.beta, y, util,
+                           stats)
     return bad, y, util, stats
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,51 @@ DENSITY_DEGREES: dict[float, tuple[int, ...]] = {2.0: (1, 2, 3), 2.5: (1, 2, 3, 
 #: ``reciprocal_scale``): within it every reward, gradient and theory bound stays finite
 #: (e.g. the reciprocal family's slope at 0 is ``1 / (s alpha)^2 <= 1e24``).
 MIN_SCALE, MAX_SCALE = 1e-6, 1e6
+
+
+class ProjectionPlan(NamedTuple):
+    """An instance's (instance, resource) groups laid out for the block projection
+    (:func:`schedgym.core.projection.project_block`), fixed per instance.
+
+    Instances are taken by their number of channels ``n`` (ascending), and in index order within
+    one ``n``; the ``m_n`` instances with ``n`` channels form one block of ``G_n = m_n K`` groups
+    (column ``j K + k`` = resource ``k`` of the block's ``j``-th instance). Concatenated over
+    ``n = 1..D`` (int64 / float64, read-only):
+
+    Attributes:
+        rows: ``sum_n n m_n``: block ``n``'s ``(n, m_n)`` edge indices, row ``d`` = the
+            instances' ``d``-th channel (instance-slot order).
+        instances: ``(R,)``: the instances in block order, those without channels first.
+        count: ``(D + 1,)``: ``m_n``, instances with ``n`` channels (``count[0]``: none).
+        caps: ``sum_n n G_n``: block ``n``'s ``(n, G_n)`` per-channel caps ``a_l^k``, resource
+            units.
+        capacity: ``sum_n G_n``: block ``n``'s ``(G_n,)`` capacities ``c_r^k``, resource units.
+    """
+
+    rows: np.ndarray
+    instances: np.ndarray
+    count: np.ndarray
+    caps: np.ndarray
+    capacity: np.ndarray
+
+    @classmethod
+    def of(cls, slots: np.ndarray, edge_caps: np.ndarray, capacities: np.ndarray
+           ) -> ProjectionPlan:
+        """The plan of ``slots`` ``(R, D)`` (edge indices padded with -1), ``edge_caps``
+        ``(E, K)`` and ``capacities`` ``(R, K)``."""
+        size = (slots >= 0).sum(axis=1)
+        blocks = [np.flatnonzero(size == n) for n in range(1, slots.shape[1] + 1)]
+        rows = [slots[r, :n].T for n, r in enumerate(blocks, start=1)]  # (n, m_n) each
+
+        def flat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+            return _readonly(np.concatenate([np.ravel(p) for p in parts] + [np.empty(0, dtype)])
+                             .astype(dtype))
+
+        return cls(flat(rows, np.int64),
+                   flat([np.flatnonzero(size == 0)] + blocks, np.int64),
+                   flat([np.bincount(size, minlength=slots.shape[1] + 1)], np.int64),
+                   flat([edge_caps[e].reshape(e.shape[0], -1) for e in rows], np.float64),
+                   flat([capacities[r] for r in blocks], np.float64))
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,6 +222,12 @@ class GainOverheadInstance:
         pos = np.arange(self.n_edges) - np.repeat(starts, deg)
         out[self.edge_instance[order], pos] = order
         return _readonly(out)
+
+    @cached_property
+    def projection_plan(self) -> ProjectionPlan:
+        """The instance's groups laid out for the exact projection's blocks (see
+        :class:`ProjectionPlan`); built once, read by every projection of this instance."""
+        return ProjectionPlan.of(self.instance_slots, self.edge_caps, self.capacities)
 
     @cached_property
     def group_gather(self) -> np.ndarray:
