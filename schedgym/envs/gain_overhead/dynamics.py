@@ -141,7 +141,7 @@ def _project_slots(z: np.ndarray, rows: np.ndarray, insts: np.ndarray, count: np
                    ) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
-    ``rows, insts, count, caps, capacity``: the instance's :class:`~.types.ProjectionPlan`. The
+    ``rows, insts, count, caps, capacity``: the fields of the instance's :class:`~.types.ProjectionPlan`. The
     groups of the instances with ``n`` channels are the columns of one ``(n, G_n)`` block (rows
     of ``z`` copied in whole, the caps and capacities precomputed in that layout), which
     :func:`~schedgym.core.projection.project_block` projects at once.

@@ -54,7 +54,8 @@ class ProjectionPlan(NamedTuple):
         rows: ``sum_n n m_n``: block ``n``'s ``(n, m_n)`` edge indices, row ``d`` = the
             instances' ``d``-th channel (instance-slot order).
         instances: ``(R,)``: the instances in block order, those without channels first.
-        count: ``(D + 1,)``: ``m_n``, instances with ``n`` channels (``count[0]``: none).
+        per_size: ``(D + 1,)``: ``m_n``, instances with ``n`` channels (``per_size[0]``:
+            none).
         caps: ``sum_n n G_n``: block ``n``'s ``(n, G_n)`` per-channel caps ``a_l^k``, resource
             units.
         capacity: ``sum_n G_n``: block ``n``'s ``(G_n,)`` capacities ``c_r^k``, resource units.
@@ -62,7 +63,7 @@ class ProjectionPlan(NamedTuple):
 
     rows: np.ndarray
     instances: np.ndarray
-    count: np.ndarray
+    per_size: np.ndarray
     caps: np.ndarray
     capacity: np.ndarray
 

@@ -25,7 +25,7 @@ def three_instances() -> GainOverheadInstance:
 def test_plan_by_hand():
     plan = three_instances().projection_plan
     # sizes: instance 0 has 2 channels (edges 0, 1), 1 has none, 2 has one (edge 2)
-    assert plan.count.tolist() == [1, 1, 1]
+    assert plan.per_size.tolist() == [1, 1, 1]
     assert plan.instances.tolist() == [1, 2, 0]  # no channels first, then by size
     assert plan.rows.tolist() == [2, 0, 1]  # block n=1: edge 2; block n=2: rows d=0, d=1
     # block n=1 (1, 2): caps of edge 2 (type 1); block n=2 (2, 2): edge 0's then edge 1's
