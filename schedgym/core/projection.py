@@ -74,23 +74,29 @@ def _first_segment(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _breakpoint(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
-    """Evaluates g at breakpoint ``work[3][g]`` of each group and narrows the group's bracket
-    ``(work[5], work[7])`` (g there ``work[6] > c >= work[8]``) with it."""
+def _g_at(Z: np.ndarray, A: np.ndarray, b: np.ndarray, gv: np.ndarray) -> None:
+    """``gv[g] = g_g(b[g]) = sum_i clip(Z[i, g] - b[g], 0, A[i, g])``, summed over ``i`` in
+    order, for every group (column) ``g``."""
     n, n_groups = Z.shape
-    b, gv, blo, glo, bhi, ghi = work[3], work[4], work[5], work[6], work[7], work[8]
     for g in range(n_groups):
         gv[g] = 0.0
     for i in range(n):
         zr, ar = Z[i], A[i]
         for g in range(n_groups):
             gv[g] += min(max(zr[g] - b[g], 0.0), ar[g])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _breakpoint(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
+    """Evaluates g at breakpoint ``work[3][g]`` of each group and narrows the group's bracket
+    ``(work[5], work[7])`` (g there ``> c`` and ``<= c``) with it."""
+    n_groups = Z.shape[1]
+    b, gv, blo, bhi = work[3], work[4], work[5], work[7]
+    _g_at(Z, A, b, gv)
     for g in range(n_groups):
-        up = gv[g] > c[g]
-        blo[g] = max(blo[g], b[g] if up else 0.0)
-        glo[g] = min(glo[g], gv[g] if up else math.inf)
-        bhi[g] = min(bhi[g], math.inf if up else b[g])
-        ghi[g] = max(ghi[g], -math.inf if up else gv[g])
+        blo[g] = max(blo[g], b[g] if gv[g] > c[g] else 0.0)
+    for g in range(n_groups):
+        bhi[g] = min(bhi[g], math.inf if gv[g] > c[g] else b[g])
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -102,13 +108,15 @@ def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> N
     ``hi`` with ``g <= c`` are consecutive, and g is linear between them. Evaluating g at more
     breakpoints than needed changes neither, so the search runs along the contiguous group axis
     (vectorised): first at every ``max(z_i, 0)`` (where an entry reaches 0), then at each
-    ``max(z_i - a_i, 0)`` (where it leaves its cap) that falls inside some open bracket.
+    ``max(z_i - a_i, 0)`` (where it leaves its cap) that falls inside some open bracket. Only the
+    bracket's ends are tracked; g at them (``g(lo)`` the smallest value above ``c`` met, ``g(hi)``
+    the largest at or below it, by monotonicity) is evaluated once at the end.
     """
     n, n_groups = Z.shape
     s0, th, b, blo, glo, bhi, ghi = (work[0], work[1], work[3], work[5], work[6], work[7],
                                      work[8])
     for g in range(n_groups):
-        blo[g], glo[g], bhi[g], ghi[g] = 0.0, s0[g], math.inf, -math.inf
+        blo[g], bhi[g] = 0.0, math.inf
     for j in range(n):
         zr = Z[j]
         for g in range(n_groups):
@@ -122,6 +130,8 @@ def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> N
             inside |= (b[g] > blo[g]) & (b[g] < bhi[g]) & (th[g] < 0.0) & (s0[g] > c[g])
         if inside:
             _breakpoint(Z, A, c, work)
+    _g_at(Z, A, blo, glo)  # g(0) is s0, bit for bit
+    _g_at(Z, A, bhi, ghi)  # hi is finite: g(max z) = 0 <= c
     for g in range(n_groups):
         t2 = (blo[g] + (glo[g] - c[g]) * (bhi[g] - blo[g]) / (glo[g] - ghi[g])
               if glo[g] > ghi[g] else bhi[g])
