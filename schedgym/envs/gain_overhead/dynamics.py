@@ -50,36 +50,53 @@ def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _dominant(y: np.ndarray, beta: np.ndarray, lo: int, hi: int) -> tuple[int, float]:
-    """``(k*, max_k beta_k Y^k)`` over the edges ``lo:hi`` of one type (lowest k on ties)."""
+def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
+    """``(k*, max_k beta_k tot_k)`` (lowest k on ties) of one type's totals ``tot`` (K,)."""
     best_k, best = 0, -np.inf
-    for k in range(y.shape[1]):
-        tot = 0.0
-        for e in range(lo, hi):
-            tot += y[e, k]
-        w = tot * beta[k]
+    for k in range(tot.size):
+        w = tot[k] * beta[k]
         if w > best:
             best_k, best = k, w
     return best_k, best
 
 
 @numba.njit(cache=True)
+def _dominant(y: np.ndarray, beta: np.ndarray, lo: int, hi: int, tot: np.ndarray
+              ) -> tuple[int, float]:
+    """``(k*, max_k beta_k Y^k)`` over the edges ``lo:hi`` of one type (lowest k on ties);
+    ``tot`` (K,) gets ``Y^k``, each summed over the edges in order."""
+    for k in range(y.shape[1]):
+        tot[k] = 0.0
+    for e in range(lo, hi):
+        for k in range(y.shape[1]):
+            tot[k] += y[e, k]
+    return _argmax_weighted(tot, beta)
+
+
+@numba.njit(cache=True)
 def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float,
                    type_starts: np.ndarray, beta: np.ndarray, type_gain: np.ndarray,
                    type_pen: np.ndarray, k_star: np.ndarray) -> tuple[float, float]:
-    """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty)``; the one reward formula."""
-    n_types, n_edges = type_starts.size, y.shape[0]
+    """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty)``; the one reward formula.
+
+    One pass over each type's edges sums the gain (per edge over ``k``, then over the edges)
+    and the totals ``Y^k`` (over the edges, in order, as :func:`_dominant`)."""
+    n_types, (n_edges, n_res) = type_starts.size, y.shape
     gain, penalty = 0.0, 0.0
+    tot = np.empty(n_res)
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
         tg = 0.0
+        for k in range(n_res):
+            tot[k] = 0.0
         for e in range(lo, hi):
             fe = 0.0
-            for k in range(y.shape[1]):
+            for k in range(n_res):
                 fe += value_one(codes[e, k], alpha[e, k], y[e, k], s)
+                tot[k] += y[e, k]
             tg += fe
-        k_star[l], type_pen[l] = _dominant(y, beta, lo, hi)
+        k_star[l], type_pen[l] = _argmax_weighted(tot, beta)
         type_gain[l] = tg
         gain += x[l] * tg
         penalty += x[l] * type_pen[l]
@@ -109,11 +126,11 @@ def _supergradient_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha
     """The supergradient ``g`` (E, K) at ``y``, or with ``ascend`` the ascent point ``y + eta *
     g`` (OgaSched's step before the projection), in one pass."""
     n_types, (n_edges, n_res) = type_starts.size, y.shape
-    g = np.empty((n_edges, n_res))
+    g, tot = np.empty((n_edges, n_res)), np.empty(n_res)
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
-        ks, xl = _dominant(y, beta, lo, hi)[0], x[l]
+        ks, xl = _dominant(y, beta, lo, hi, tot)[0], x[l]
         for e in range(lo, hi):
             for k in range(n_res):
                 d = derivative_one(codes[e, k], alpha[e, k], y[e, k], s)
@@ -141,9 +158,10 @@ def _project_slots(z: np.ndarray, rows: np.ndarray, insts: np.ndarray, count: np
                    ) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
-    ``rows, insts, count, caps, capacity``: the fields of the instance's :class:`~.types.ProjectionPlan`. The
-    groups of the instances with ``n`` channels are the columns of one ``(n, G_n)`` block (rows
-    of ``z`` copied in whole, the caps and capacities precomputed in that layout), which
+    ``rows, insts, count, caps, capacity``: the fields of the instance's
+    :class:`~.types.ProjectionPlan`. The groups of the instances with ``n`` channels are the
+    columns of one ``(n, G_n)`` block (rows of ``z`` copied in whole, the caps and capacities
+    precomputed in that layout), which
     :func:`~schedgym.core.projection.project_block` projects at once.
     """
     n_res = z.shape[1]
