@@ -52,6 +52,12 @@ SOLVERS = ("kkt", "alm")
 # Per-unit parameters, precomputed once per job by _setup_kernel: one row each of ``P`` (9, m).
 _A, _B, _LAM, _K, _E0, _M0, _MCAP, _MFLAT, _CAP = range(9)
 _NROWS = 9
+# numba compiles a kernel once per *literal* argument: a bare ``True`` or ``0`` in a call from
+# compiled code is typed ``Literal[bool](True)``/``Literal[int](0)`` and gets a specialisation of
+# its own (and so does every kernel it calls with it). These numpy scalars are typed as plain
+# ``bool``, so every call site shares one compiled ``_x_all``/``_x_unit`` (first-use compile time).
+_STRICT: Any = np.bool_(True)
+_LAX: Any = np.bool_(False)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -190,8 +196,8 @@ def _tie_fill(code: int, P: np.ndarray, lo: float, hi: float, rho: float, iota: 
     m = P.shape[1]
     nan = np.full(m, np.nan)
     xl, xh, d = np.empty(m), np.empty(m), np.empty(m)
-    s = _x_all(code, P, hi, True, iota, base, nan, xl, d)
-    _x_all(code, P, lo, False, iota, base, nan, xh, d)
+    s = _x_all(code, P, hi, _STRICT, iota, base, nan, xl, d)
+    _x_all(code, P, lo, _LAX, iota, base, nan, xh, d)
     rem = rho - s
     slack = 0.0
     for r in range(m):
@@ -203,18 +209,49 @@ def _tie_fill(code: int, P: np.ndarray, lo: float, hi: float, rho: float, iota: 
     return _finish(P, xl, rho)
 
 
+@numba.njit(cache=True)
+def _unique_sorted(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` of a float64 ``(k,)`` array without NaN or signed zeros: its distinct
+    values in ascending order ``(j,)``, by binary insertion. Not ``np.unique`` itself: numba's
+    version (quicksort, list building) costs seconds of first-use compile, this the same
+    values for the few hundred entries of a job's units."""
+    out = np.empty(a.size)
+    k = 0
+    for v in a:
+        lo, hi = 0, k
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if out[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < k and out[lo] == v:
+            continue
+        for j in range(k, lo, -1):
+            out[j] = out[j - 1]
+        out[lo] = v
+        k += 1
+    return out[:k]
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _solve_linear(P: np.ndarray, rho: float, tol: float, iota: float,
+def _solve_linear(code: int, P: np.ndarray, rho: float, tol: float, iota: float,
                   base: float) -> tuple[np.ndarray, float]:
-    """Linear utilities: g(μ) = Σ x(μ) jumps by e0 at μ = m0 (flat ties) and is smooth in
+    """Linear utilities (``code`` 0, passed as a value so the kernels below are the ones the
+    concave solver uses): g(μ) = Σ x(μ) jumps by e0 at μ = m0 (flat ties) and is smooth in
     between. Binary search over the jump points for the tie or gap holding ρ, then Newton."""
     m = P.shape[1]
     nan = np.full(m, np.nan)
     x, dx = np.empty(m), np.empty(m)
-    if _x_all(0, P, 0.0, False, iota, base, nan, x, dx) <= rho * (1 + tol):
+    if _x_all(code, P, 0.0, _LAX, iota, base, nan, x, dx) <= rho * (1 + tol):
         return _finish(P, x, rho), 0.0
-    jumps = np.unique(np.array([P[_M0, r] for r in range(m)
-                                if P[_CAP, r] > 0 and P[_E0, r] > 0 and P[_M0, r] > 0]))
+    jumps = np.empty(m)
+    k = 0
+    for r in range(m):
+        if P[_CAP, r] > 0 and P[_E0, r] > 0 and P[_M0, r] > 0:
+            jumps[k] = P[_M0, r]
+            k += 1
+    jumps = _unique_sorted(jumps[:k])
     lo, hi = 0.0, -math.inf
     for r in range(m):
         if P[_CAP, r] > 0:
@@ -223,20 +260,20 @@ def _solve_linear(P: np.ndarray, rho: float, tol: float, iota: float,
         ka, kb = 0, jumps.size
         while ka < kb:
             k = (ka + kb) // 2
-            if _x_all(0, P, jumps[k], True, iota, base, nan, x, dx) <= rho:
+            if _x_all(code, P, jumps[k], _STRICT, iota, base, nan, x, dx) <= rho:
                 kb = k
             else:
                 ka = k + 1
         if ka < jumps.size:
             mu = jumps[ka]
-            if _x_all(0, P, mu, False, iota, base, nan, x, dx) >= rho:
-                return _tie_fill(0, P, mu, mu, rho, iota, base), mu
+            if _x_all(code, P, mu, _LAX, iota, base, nan, x, dx) >= rho:
+                return _tie_fill(code, P, mu, mu, rho, iota, base), mu
             hi = mu
         if ka > 0:
             lo = jumps[ka - 1]
     mu = 0.5 * (lo + hi)
     for _ in range(200):
-        s = _x_all(0, P, mu, False, iota, base, nan, x, dx) - rho
+        s = _x_all(code, P, mu, _LAX, iota, base, nan, x, dx) - rho
         if abs(s) <= tol * rho:
             return _finish(P, x, rho), mu
         if s > 0:
@@ -252,7 +289,7 @@ def _solve_linear(P: np.ndarray, rho: float, tol: float, iota: float,
         if hi - lo <= 1e-15 * max(1.0, hi):
             break
         mu = mn
-    return _tie_fill(0, P, lo, hi, rho, iota, base), hi
+    return _tie_fill(code, P, lo, hi, rho, iota, base), hi
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -362,16 +399,16 @@ def _solve_concave(code: int, P: np.ndarray, rho: float, tol: float, iota: float
     x, dx = np.empty(m), np.empty(m)
     hi = _flat_multiplier(code, P, rho, iota)
     if hi <= 0.0:  # Σ x(0) <= Σ xf(0) <= ρ
-        _x_all(code, P, 0.0, False, iota, base, nan, x, dx)
+        _x_all(code, P, 0.0, _LAX, iota, base, nan, x, dx)
         return _finish(P, x, rho), 0.0
-    s = _x_all(code, P, hi, False, iota, base, nan, x, dx)
+    s = _x_all(code, P, hi, _LAX, iota, base, nan, x, dx)
     if abs(s - rho) <= tol * rho:
         return _finish(P, x, rho), hi
     lo = 0.0  # bracket: g(lo) > ρ >= g(hi); g(0) is evaluated only if the model asks
     zero_checked = False
     while s > rho * (1 + tol):  # numerical safety only
         lo, hi = hi, 2.0 * hi + 1e-12
-        s = _x_all(code, P, hi, False, iota, base, nan, x, dx)
+        s = _x_all(code, P, hi, _LAX, iota, base, nan, x, dx)
         zero_checked = True
     ends = np.empty((2, m))
     for r in range(m):
@@ -382,9 +419,9 @@ def _solve_concave(code: int, P: np.ndarray, rho: float, tol: float, iota: float
     x0, d0 = np.empty(m), np.empty(m)
     for it in range(200):
         if it:
-            s = _x_all(code, P, mu, False, iota, base, guess, x, dx)
+            s = _x_all(code, P, mu, _LAX, iota, base, guess, x, dx)
             if not math.isfinite(s):  # never expected; retry cold
-                s = _x_all(code, P, mu, False, iota, base, nan, x, dx)
+                s = _x_all(code, P, mu, _LAX, iota, base, nan, x, dx)
         if abs(s - rho) <= tol * rho:
             return _finish(P, x, rho), mu
         if s > rho:
@@ -394,7 +431,7 @@ def _solve_concave(code: int, P: np.ndarray, rho: float, tol: float, iota: float
         mn = _model_step(code, P, mu, x, dx, ends, rho)
         if not zero_checked and not mn > 0.0:  # the model puts μ* at 0: is it?
             zero_checked = True
-            if _x_all(code, P, 0.0, False, iota, base, nan, x0, d0) <= rho * (1 + tol):
+            if _x_all(code, P, 0.0, _LAX, iota, base, nan, x0, d0) <= rho * (1 + tol):
                 return _finish(P, x0, rho), 0.0
         if not (lo < mn < hi):
             mn = 0.5 * (lo + hi)
@@ -406,19 +443,18 @@ def _solve_concave(code: int, P: np.ndarray, rho: float, tol: float, iota: float
     return _tie_fill(code, P, lo, hi, rho, iota, base), hi
 
 
-@numba.njit(cache=True, error_model="numpy")
 def solve_kernel(code: int, P: np.ndarray, rho: float, tol: float, iota: float,
                  alpha: float) -> tuple[np.ndarray, float]:
-    """Exact solution ``(x*, μ*)`` of P3 from the per-unit rows ``P`` (spec §3.3)."""
+    """Exact solution ``(x*, μ*)`` of P3 from the per-unit rows ``P`` (spec §3.3): zeros
+    without a live unit or workload, else the compiled solver of the family (linear or
+    log/sqrt). The choice is made here, not in a compiled kernel, so a process that meets one
+    family compiles that family's solver only."""
     m = P.shape[1]
-    live = False
-    for r in range(m):
-        live = live or P[_CAP, r] > 0
-    if not live or rho <= 0:
+    if rho <= 0 or not np.any(P[_CAP] > 0):
         return np.zeros(m), 0.0
     base = iota / alpha
-    if code == 0:
-        return _solve_linear(P, rho, tol, iota, base)
+    if code == LINEAR:
+        return _solve_linear(code, P, rho, tol, iota, base)
     return _solve_concave(code, P, rho, tol, iota, base)
 
 

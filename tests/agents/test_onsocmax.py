@@ -216,3 +216,18 @@ def test_alm_agent_runs_feasibly():
     total, info = run_episode(env, OnSocMax(env, solver="alm"))
     e = env.unwrapped
     assert dynamics.is_feasible(e.instance, e.jobs, e.dispatch) and np.isfinite(total)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.5, 1.25, 2.0, 3.0, 1e-9, 7.75, 1e3]), max_size=40),
+       st.lists(st.floats(1e-6, 1e6), max_size=40))
+def test_unique_sorted_equals_np_unique(repeated, spread):
+    """The solver's sorted distinct jump points are ``np.unique``'s, bit for bit (duplicates,
+    already sorted and reversed inputs, empty)."""
+    from schedgym.agents.onsocmax import _unique_sorted
+
+    for a in (repeated + spread, sorted(repeated + spread), sorted(spread)[::-1], []):
+        v = np.array(a, dtype=np.float64)
+        got, want = _unique_sorted(v), np.unique(v)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()

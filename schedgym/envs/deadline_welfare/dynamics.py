@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
+from numba.core import types as nbtypes
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 from schedgym.envs.deadline_welfare.types import (
     FAMILY_CODES,
@@ -29,7 +33,26 @@ from schedgym.envs.deadline_welfare.types import (
 LINEAR, LOG, SQRT = (FAMILY_CODES[k] for k in ("linear", "log", "sqrt"))
 #: Absolute tolerance of :func:`is_feasible` (workload units), spec §2.2.
 FEASIBILITY_TOL = 1e-7
+#: ``0`` for calls between kernels: a bare ``0`` is typed ``Literal[int](0)`` and numba compiles
+#: the callee (and its callees) once more for it; a numpy integer is a plain ``int64``.
+_ZERO: Any = np.int64(0)
 
+
+def _frozen(typingctx: Any, a: Any) -> Any:
+    """``a`` (an array, in compiled code) typed as read-only: the same array, no copy. numba
+    compiles a kernel once per argument type, and a read-only array is a type of its own: the
+    single env passes its read-only job arrays to the kernels below, the vector env its own
+    writable buffers; through ``frozen`` both share one compiled specialisation."""
+    if not isinstance(a, nbtypes.Array):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return a.copy(readonly=True)(a), codegen
+
+
+frozen: Any = intrinsic(_frozen)
 
 # ---------------------------------------------------------------- compiled scalar formulas
 # The one implementation of f, f' and f'' (and of the repair and the job's welfare below): the
@@ -341,7 +364,7 @@ def dispatch_stats(x: np.ndarray, usage: np.ndarray, capacity: np.ndarray,
     for i in range(U):
         units += x[i] > 1e-9
         ratio[i] = usage[i] / capacity[i]
-    return np_sum(x, 0, U), units, np_sum(ratio, 0, U) / U
+    return np_sum(x, _ZERO, U), units, np_sum(ratio, _ZERO, U) / U
 
 
 @numba.njit(cache=True)
@@ -397,18 +420,22 @@ def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.n
             for u in range(U):
                 buf[3 + j * U + u] = rows[n, j, u]
     else:
-        buf[:k] = 0.0
-    buf[k:k + family.size] = family
+        for i in range(k):
+            buf[i] = 0.0
+    # element loops, not slice assignments: numba compiles an array-to-slice copy with a
+    # shape-mismatch error message whose string formatting costs seconds of first-use compile
+    for j in range(family.size):
+        buf[k + j] = family[j]
     k += family.size
     for u in range(U):
         buf[k + u] = min(usage[u], capacity[u])
-    k += U
-    buf[k:k + U] = capacity32
-    k += U
+        buf[k + U + u] = capacity32[u]
+    k += 2 * U
     buf[k] = iota
     buf[k + 1] = v
     buf[k + 2] = min(1.0, n / max(N, 1))
-    buf[k + 3:] = features
+    for j in range(features.size):
+        buf[k + 3 + j] = features[j]
 
 
 @numba.njit(cache=True)
@@ -442,7 +469,9 @@ def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.nda
                 else:
                     upper[n, u] = 0.0
                     obs[n, 0, u] = obs[n, 1, u] = obs[n, 2, u] = obs[n, 3, u] = 0.0
-    limits[:] = _limits_kernel(workload, arrival, deadline, allowed, capability, coef, weight)
+    lim = _limits_kernel(workload, arrival, deadline, allowed, capability, coef, weight)
+    for i in range(4):
+        limits[i] = lim[i]
     return _bounds_kernel(code, mask, coef, capability, weight, capacity, delta)
 
 

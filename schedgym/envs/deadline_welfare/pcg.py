@@ -70,7 +70,7 @@ def _lcg128(typingctx: Any, s_hi: Any, s_lo: Any, i_hi: Any, i_lo: Any) -> Any:
     return sig, codegen
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _step(st: np.ndarray) -> None:
     """``state = state * MULT + inc`` (mod 2**128) on ``st = (s_hi, s_lo, i_hi, i_lo)``."""
     st[0], st[1] = _lcg128(st[0], st[1], st[2], st[3])  # type: ignore[call-arg]
@@ -96,7 +96,7 @@ def seed_state(words: np.ndarray, st: np.ndarray) -> None:
     _step(st)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def next_uint64(st: np.ndarray) -> np.uint64:
     """PCG64's next 64-bit output (XSL-RR of the stepped state)."""
     _step(st)
@@ -106,7 +106,7 @@ def next_uint64(st: np.ndarray) -> np.uint64:
     return (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def next_double(st: np.ndarray) -> float:
     """Uniform on [0, 1) with 53 random bits (numpy's ``next_double``)."""
     return float(next_uint64(st) >> np.uint64(11)) * _TWO_M53

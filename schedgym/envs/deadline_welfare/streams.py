@@ -79,7 +79,9 @@ def _seed_words_batch(entropy: np.ndarray) -> np.ndarray:
     """:func:`_seed_words` of every row of ``entropy`` ``(k, L)`` -> ``(k, 8)``."""
     out = np.empty((entropy.shape[0], 8), dtype=np.uint64)
     for j in range(entropy.shape[0]):
-        out[j] = _seed_words(entropy[j])
+        w = _seed_words(entropy[j])
+        for i in range(8):  # not ``out[j] = w``: see :func:`.dynamics.obs_fill`
+            out[j, i] = w[i]
     return out
 
 

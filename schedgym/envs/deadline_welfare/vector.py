@@ -33,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from schedgym.core.envbase import resolve_episode_seed
 from schedgym.core.validation import check_int
 from schedgym.envs.deadline_welfare import dynamics, pcg
+from schedgym.envs.deadline_welfare.dynamics import frozen
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
 from schedgym.envs.deadline_welfare.generator import (
     PaperJobSampler,
@@ -93,13 +94,14 @@ def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
             clip = dynamics.decode_dispatch(a[b], upper, prop)
         else:
             clip = clip_in[b]
-            prop[:] = a[b]
+            for r in range(U):  # element loops, not slice copies: see dynamics.obs_fill
+                prop[r] = a[b, r]
         active = step[b] and cur
         rho = job_scalars[b, i, 0] if active else 0.0
         res = (0.0, 0.0, 0.0, 0.0)
         if active:
-            res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, mask, coef,
-                                     weight, x[b])
+            res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, frozen(mask),
+                                     frozen(coef), frozen(weight), x[b])
         served, units, util = dynamics.dispatch_stats(x[b], usage[b], capacity, ratio)
         if step[b]:
             totals[b, 0] += res[2]
@@ -177,18 +179,23 @@ def _draw_batch(words: np.ndarray, p: np.ndarray, n_jobs: int, coef_job: bool, c
         for i in range(6):
             pcg.seed_state(words[j, i], st[i])
         s = _arrivals(st[0], p[11], cap.shape[3], N)
-        arrival[b, :N] = s
+        for n in range(N):  # element loops, not slice copies: see dynamics.obs_fill
+            arrival[b, n] = s[n]
         _fill_jobs(st[1:], p, coef_job, s, deadline[b, :N], rho, cap[b, :N], coef[b, :N],
                    weight[b, :N])
-        mask_into(s, deadline[b, :N], allowed, mask[b, :N])
+        # frozen: the single env's reset calls these kernels with read-only job arrays
+        e = frozen(deadline[b, :N])
+        c, k, w = frozen(cap[b, :N]), frozen(coef[b, :N]), frozen(weight[b, :N])
+        mask_into(frozen(s), e, frozen(allowed), mask[b, :N])
         for n in range(N):
             scalars[b, n, 0] = rho[n]
             scalars[b, n, 1] = s[n]
             scalars[b, n, 2] = deadline[b, n]
-        limits[j] = _limits_kernel(rho, s, deadline[b, :N], allowed, cap[b, :N], coef[b, :N],
-                                   weight[b, :N])
-        bounds[j, 0], bounds[j, 1] = dynamics._bounds_kernel(
-            code, mask[b, :N], coef[b, :N], cap[b, :N], weight[b, :N], capacity, delta)
+        lim = _limits_kernel(frozen(rho), frozen(s), e, frozen(allowed), c, k, w)
+        for i in range(4):
+            limits[j, i] = lim[i]
+        bounds[j, 0], bounds[j, 1] = dynamics._bounds_kernel(code, mask[b, :N], k, c, w,
+                                                             capacity, delta)
 
 
 class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):

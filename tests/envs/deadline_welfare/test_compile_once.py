@@ -1,0 +1,64 @@
+"""First-use compile time: every DeadlineWelfare kernel is compiled once per process, whatever
+the caller (single env, vector env, OnSocMax, baselines, any utility family).
+
+numba compiles a kernel once per tuple of argument types, and a bare constant (``0``,
+``True``) passed between kernels is a type of its own (``Literal[int](0)``), and so is a
+read-only array: each extra specialisation costs its compile again on a fresh install (and
+in every kernel that calls it). This runs the env, the native vector env and the agents in a
+fresh process (the kernels then come from the on-disk cache, or are compiled) and checks
+that no kernel of these modules holds two specialisations or a literal argument type.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+_WORKLOAD = r"""
+import json, gymnasium as gym, numpy as np, schedgym
+from schedgym import agents
+from schedgym.agents import onsocmax
+from schedgym.agents.baselines import deadline_welfare as bl
+from schedgym.envs.deadline_welfare import dynamics, generator, pcg, pricing, streams, types
+from schedgym.envs.deadline_welfare import vector
+
+for u in ("linear", "log", "sqrt"):
+    env = gym.make("schedgym/DeadlineWelfare-v0", utility=u, n_jobs=6)
+    for name in ("onsocmax", "max-first", "equal-share", "jsq", None):
+        obs, _ = env.reset(seed=1)
+        ag = agents.make(name, env) if name else None
+        done = False
+        while not done:
+            a = ag.predict(obs)[0] if ag else env.action_space.sample()
+            obs, _, term, trunc, _ = env.step(a)
+            done = term or trunc
+    vec = gym.make_vec("schedgym/DeadlineWelfare-v0", num_envs=3, utility=u, n_jobs=4,
+                       vectorization_mode="vector_entry_point")
+    vec.reset(seed=0)
+    for _ in range(6):
+        vec.step(vec.action_space.sample())
+out = {}
+for mod in (dynamics, generator, pcg, pricing, streams, types, vector, onsocmax, bl):
+    for name, f in vars(mod).items():
+        if hasattr(f, "signatures") and getattr(f, "py_func", None) is not None \
+                and f.py_func.__module__ == mod.__name__:
+            out[f"{mod.__name__.split('.')[-1]}.{name}"] = [str(s) for s in f.signatures]
+print(json.dumps(out))
+"""
+
+#: Kernels that legitimately hold two specialisations: the dispatch decode takes the single
+#: env's float32 action and the vector env's float64 actions (validated as float64, so an
+#: action too large for float32 is clipped rather than refused).
+ALLOWED = {"dynamics.decode_dispatch": 2}
+
+
+def test_every_kernel_is_compiled_once_without_literal_arguments():
+    res = subprocess.run([sys.executable, "-c", _WORKLOAD], capture_output=True, text=True,
+                         check=True)
+    sigs = json.loads(res.stdout.strip().splitlines()[-1])
+    assert "onsocmax._x_unit" in sigs and "dynamics.apply_one" in sigs  # the scan saw them
+    literal = {k: v for k, v in sigs.items() if any("Literal" in s for s in v)}
+    assert not literal, f"kernels specialised on a literal argument: {literal}"
+    extra = {k: v for k, v in sigs.items() if len(v) > ALLOWED.get(k, 1)}
+    assert not extra, f"kernels compiled more than once: {extra}"
