@@ -124,6 +124,11 @@ def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> N
         _breakpoint(Z, A, c, work)
     for j in range(n):
         zr, ar = Z[j], A[j]
+        above = 0
+        for g in range(n_groups):
+            above += 1 if zr[g] > ar[g] else 0
+        if above == 0:  # max(z_j - a_j, 0) = 0 <= lo in every group: inside no bracket
+            continue
         inside = False
         for g in range(n_groups):
             b[g] = max(zr[g] - ar[g], 0.0)

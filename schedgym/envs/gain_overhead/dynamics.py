@@ -155,46 +155,41 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 
 @numba.njit(cache=True)
-def _project_slots(z: np.ndarray, rows: np.ndarray, insts: np.ndarray, count: np.ndarray,
+def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_size: np.ndarray,
                    caps: np.ndarray, capacity: np.ndarray, y: np.ndarray, load: np.ndarray
                    ) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
-    ``rows, insts, count, caps, capacity``: the fields of the instance's
-    :class:`~.types.ProjectionPlan`. The groups of the instances with ``n`` channels are the
-    columns of one ``(n, G_n)`` block (rows of ``z`` copied in whole, the caps and capacities
-    precomputed in that layout), which
-    :func:`~schedgym.core.projection.project_block` projects at once.
+    ``entries, groups, per_size, caps, capacity``: the fields of the instance's
+    :class:`~.types.ProjectionPlan`. ``z`` is permuted into the plan's block buffer (the groups
+    of the instances with ``n`` channels are the columns of one ``(n, G_n)`` block), which
+    :func:`~schedgym.core.projection.project_block` projects block by block, and the result is
+    permuted back.
     """
-    n_res = z.shape[1]
-    for j in range(count[0]):  # instances without channels use nothing
-        for k in range(n_res):
-            load[insts[j], k] = 0.0
-    at_i, at_r, at_c = count[0], 0, 0
-    for n in range(1, count.size):
-        m = count[n]
-        if m == 0:
+    zf, yf, lf = z.reshape(-1), y.reshape(-1), load.reshape(-1)
+    n_res, size = z.shape[1], entries.size
+    buf = np.empty(2 * size + (2 + WORK_ROWS) * capacity.size)
+    zb, vb = buf[:size], buf[size:2 * size]
+    lb = buf[2 * size:2 * size + capacity.size]
+    work = buf[2 * size + capacity.size:]
+    for p in range(size):
+        zb[p] = zf[entries[p]]
+    at, at_g = 0, 0
+    for n in range(1, per_size.size):
+        n_groups = per_size[n] * n_res
+        if n_groups == 0:
             continue
-        n_groups = m * n_res
-        block = rows[at_r:at_r + n * m].reshape((n, m))
-        zb, vb = np.empty((n, n_groups)), np.empty((n, n_groups))
-        lb, work = np.empty(n_groups), np.empty((WORK_ROWS, n_groups))
-        for d in range(n):
-            for j in range(m):
-                e = block[d, j]
-                for k in range(n_res):
-                    zb[d, j * n_res + k] = z[e, k]
-        project_block(zb, caps[n_res * at_r:n_res * (at_r + n * m)].reshape((n, n_groups)),
-                      capacity[at_c:at_c + n_groups], vb, lb, work)
-        for d in range(n):
-            for j in range(m):
-                e = block[d, j]
-                for k in range(n_res):
-                    y[e, k] = vb[d, j * n_res + k]
-        for j in range(m):
-            for k in range(n_res):
-                load[insts[at_i + j], k] = lb[j * n_res + k]
-        at_i, at_r, at_c = at_i + m, at_r + n * m, at_c + n_groups
+        block, cols = slice(at, at + n * n_groups), slice(at_g, at_g + n_groups)
+        project_block(zb[block].reshape((n, n_groups)), caps[block].reshape((n, n_groups)),
+                      capacity[cols], vb[block].reshape((n, n_groups)), lb[cols],
+                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
+        at, at_g = at + n * n_groups, at_g + n_groups
+    for p in range(size):
+        yf[entries[p]] = vb[p]
+    for q in range(lf.size):  # instances without channels use nothing
+        lf[q] = 0.0
+    for q in range(groups.size):
+        lf[groups[q]] = lb[q]
 
 
 def project_grouped(

@@ -47,22 +47,26 @@ class ProjectionPlan(NamedTuple):
 
     Instances are taken by their number of channels ``n`` (ascending), and in index order within
     one ``n``; the ``m_n`` instances with ``n`` channels form one block of ``G_n = m_n K`` groups
-    (column ``j K + k`` = resource ``k`` of the block's ``j``-th instance). Concatenated over
-    ``n = 1..D`` (int64 / float64, read-only):
+    (column ``j K + k`` = resource ``k`` of the block's ``j``-th instance; row ``d`` = the
+    instances' ``d``-th channel in instance-slot order). The blocks are stored one after the
+    other, each ``(n, G_n)`` row-major, in one flat buffer of ``E K`` entries (every channel's
+    every resource once). int64 / float64, read-only:
 
     Attributes:
-        rows: ``sum_n n m_n``: block ``n``'s ``(n, m_n)`` edge indices, row ``d`` = the
-            instances' ``d``-th channel (instance-slot order).
-        instances: ``(R,)``: the instances in block order, those without channels first.
+        entries: ``(E K,)``: the flat index ``e K + k`` into an allocation ``(E, K)`` of each
+            position of the block buffer (a permutation).
+        groups: ``(sum_n G_n,)``: the flat index ``r K + k`` into ``(R, K)`` of each block
+            column, block after block (instances without channels have none).
         per_size: ``(D + 1,)``: ``m_n``, instances with ``n`` channels (``per_size[0]``:
             none).
-        caps: ``sum_n n G_n``: block ``n``'s ``(n, G_n)`` per-channel caps ``a_l^k``, resource
+        caps: ``(E K,)``: the per-channel caps ``a_l^k`` in the block buffer's layout, resource
             units.
-        capacity: ``sum_n G_n``: block ``n``'s ``(G_n,)`` capacities ``c_r^k``, resource units.
+        capacity: ``(sum_n G_n,)``: the capacities ``c_r^k`` of the block columns, resource
+            units.
     """
 
-    rows: np.ndarray
-    instances: np.ndarray
+    entries: np.ndarray
+    groups: np.ndarray
     per_size: np.ndarray
     caps: np.ndarray
     capacity: np.ndarray
@@ -72,19 +76,23 @@ class ProjectionPlan(NamedTuple):
            ) -> ProjectionPlan:
         """The plan of ``slots`` ``(R, D)`` (edge indices padded with -1), ``edge_caps``
         ``(E, K)`` and ``capacities`` ``(R, K)``."""
+        K = edge_caps.shape[1]
         size = (slots >= 0).sum(axis=1)
         blocks = [np.flatnonzero(size == n) for n in range(1, slots.shape[1] + 1)]
-        rows = [slots[r, :n].T for n, r in enumerate(blocks, start=1)]  # (n, m_n) each
+        # block n: (n, m_n, K) flat indices e K + k, row d = the d-th channels
+        entries = [slots[r, :n].T[:, :, None] * K + np.arange(K) for n, r in
+                   enumerate(blocks, start=1)]
+        groups = [r[:, None] * K + np.arange(K) for r in blocks]
 
         def flat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
             return _readonly(np.concatenate([np.ravel(p) for p in parts] + [np.empty(0, dtype)])
                              .astype(dtype))
 
-        return cls(flat(rows, np.int64),
-                   flat([np.flatnonzero(size == 0)] + blocks, np.int64),
+        perm = flat(entries, np.int64)
+        return cls(perm, flat(groups, np.int64),
                    flat([np.bincount(size, minlength=slots.shape[1] + 1)], np.int64),
-                   flat([edge_caps[e].reshape(e.shape[0], -1) for e in rows], np.float64),
-                   flat([capacities[r] for r in blocks], np.float64))
+                   flat([edge_caps.ravel()[perm]], np.float64),
+                   flat([capacities.ravel()[flat(groups, np.int64)]], np.float64))
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,8 +26,9 @@ def test_plan_by_hand():
     plan = three_instances().projection_plan
     # sizes: instance 0 has 2 channels (edges 0, 1), 1 has none, 2 has one (edge 2)
     assert plan.per_size.tolist() == [1, 1, 1]
-    assert plan.instances.tolist() == [1, 2, 0]  # no channels first, then by size
-    assert plan.rows.tolist() == [2, 0, 1]  # block n=1: edge 2; block n=2: rows d=0, d=1
+    assert plan.groups.tolist() == [4, 5, 0, 1]  # (r, k) -> r K + k: block n=1 then n=2
+    # block n=1: edge 2 (e K + k = 4, 5); block n=2: row d=0 edge 0 (0, 1), d=1 edge 1 (2, 3)
+    assert plan.entries.tolist() == [4, 5, 0, 1, 2, 3]
     # block n=1 (1, 2): caps of edge 2 (type 1); block n=2 (2, 2): edge 0's then edge 1's
     assert plan.caps.tolist() == [4.0, 1.0, 2.0, 3.0, 4.0, 1.0]
     assert plan.capacity.tolist() == [5.0, 0.5, 3.0, 2.0]
