@@ -174,6 +174,30 @@ def _bracket_left(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray)
 
 
 @numba.njit(cache=True)
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """Indices that sort ``key`` ascending, ties in index order: ``np.argsort(key,
+    kind="stable")`` as a bottom-up merge sort (iterative; numba's generic argsort costs seconds
+    of compilation)."""
+    n = key.size
+    order, other = np.arange(n), np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if i < mid and (j >= hi or key[order[j]] >= key[order[i]]):
+                    other[k] = order[i]
+                    i += 1
+                else:
+                    other[k] = order[j]
+                    j += 1
+        order, other = other, order
+        width *= 2
+    return order
+
+
+@numba.njit(cache=True)
 def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
     """theta for a group with ``g(0) > c`` by sorting the slope events (O(n log n)).
 
@@ -185,7 +209,7 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
         act = 1.0 if a[i] > 0.0 else 0.0
         pos[i], w[i] = max(z[i] - a[i], 0.0), -act
         pos[n + i], w[n + i] = max(z[i], 0.0), act
-    order = np.argsort(pos, kind="mergesort")
+    order = _stable_order(pos)
     g, slope, prev = g0, 0.0, pos[order[0]]
     tol = c + 1e-12 * max(1.0, c)
     for j in range(2 * n):
@@ -293,8 +317,11 @@ def _project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarra
 def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Exact projection in the (entries, groups) layout: column ``g`` of ``zt`` ``(n, G)`` onto
     ``{0 <= v <= at[:, g], sum v <= c[g]}``; returns ``v`` ``(n, G)`` float64."""
-    return _project_columns(np.asarray(zt, dtype=np.float64), np.asarray(at, dtype=np.float64),
-                            np.asarray(c, dtype=np.float64).reshape(-1))
+
+    def arg(a: np.ndarray) -> np.ndarray:  # C-contiguous writable float64: one compiled kernel
+        return np.require(a, dtype=np.float64, requirements=["C", "W"])
+
+    return _project_columns(arg(zt), arg(at), arg(np.asarray(c).reshape(-1)))
 
 
 def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -167,21 +167,24 @@ def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_s
     permuted back.
     """
     zf, yf, lf = z.reshape(-1), y.reshape(-1), load.reshape(-1)
-    n_res, size = z.shape[1], entries.size
-    buf = np.empty(2 * size + (2 + WORK_ROWS) * capacity.size)
-    zb, vb = buf[:size], buf[size:2 * size]
-    lb = buf[2 * size:2 * size + capacity.size]
-    work = buf[2 * size + capacity.size:]
+    n_res, size, n_cols = z.shape[1], entries.size, capacity.size
+    buf = np.empty(3 * size + (3 + WORK_ROWS) * n_cols)
+    zb, vb, ab = buf[:size], buf[size:2 * size], buf[2 * size:3 * size]
+    cb, lb = buf[3 * size:3 * size + n_cols], buf[3 * size + n_cols:3 * size + 2 * n_cols]
+    work = buf[3 * size + 2 * n_cols:]
     for p in range(size):
         zb[p] = zf[entries[p]]
+        ab[p] = caps[p]  # writable copies: one compiled project_block serves every caller
+    for q in range(n_cols):
+        cb[q] = capacity[q]
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
         if n_groups == 0:
             continue
         block, cols = slice(at, at + n * n_groups), slice(at_g, at_g + n_groups)
-        project_block(zb[block].reshape((n, n_groups)), caps[block].reshape((n, n_groups)),
-                      capacity[cols], vb[block].reshape((n, n_groups)), lb[cols],
+        project_block(zb[block].reshape((n, n_groups)), ab[block].reshape((n, n_groups)),
+                      cb[cols], vb[block].reshape((n, n_groups)), lb[cols],
                       work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
         at, at_g = at + n * n_groups, at_g + n_groups
     for p in range(size):
