@@ -210,3 +210,16 @@ def test_paper_projection_members_of_b2_are_zero():
     paper, _ = project_paper(z, a, c)
     assert np.all(paper >= 0)
     np.testing.assert_allclose(paper, project_capped_simplex(z, a, c), atol=1e-12)
+
+
+def test_stable_order_equals_numpy_stable_argsort():
+    """The sorted path's merge sort: numpy's stable argsort, ties (signed zeros included) in
+    index order."""
+    from schedgym.core.projection import _stable_order
+
+    rng = np.random.default_rng(7)
+    for t in range(400):
+        n = int(rng.integers(1, 70))
+        key = rng.integers(0, 4, n).astype(float) if t % 2 else rng.random(n)
+        key[rng.random(n) < 0.2] = -0.0
+        np.testing.assert_array_equal(_stable_order(key), np.argsort(key, kind="stable"))
