@@ -79,6 +79,11 @@ def slot_of(obs: dict[str, np.ndarray], horizon: int) -> int:
     return int(round(float(np.asarray(obs["progress"]).reshape(-1)[0]) * horizon)) + 1
 
 
+#: Budget level 0 as a numpy integer: a bare ``0`` reaching :func:`budgeted_selection` is typed
+#: ``Literal[int](0)`` and numba would compile that kernel once more for it.
+_LEVEL0: Any = np.int64(0)
+
+
 @numba.njit(cache=True)
 def _p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.ndarray,
                  c: np.ndarray, n_max: int, cap: int) -> tuple[np.ndarray, int, int]:
@@ -97,7 +102,7 @@ def _p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.n
                 ok[e] = False
     reach = reachable_levels(theta, ok, n_max, S)
     values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
-    s_star = 0
+    s_star = _LEVEL0
     best = -np.inf
     for s in range(S + 1):
         if np.isfinite(values[s]):

@@ -46,30 +46,57 @@ def _fill(order: np.ndarray, A: np.ndarray, c: np.ndarray,
 
 
 @numba.njit(cache=True)
-def _pairwise_sum(a: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``a.sum()`` exactly as numpy adds (pairwise, 8 accumulators in blocks of <= 128), so the
-    port keys and their ties are the same as numpy's."""
-    n = a.shape[0]
+def _block_sum(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover - compiled
+    """numpy's sum of one block ``a[lo:lo + n]``, ``n <= 128``: in order from ``-0.0`` below 8
+    entries, else 8 accumulators combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 +
+    r7))`` and the tail added in order."""
     if n < 8:
         res = -0.0
-        for i in range(n):
+        for i in range(lo, lo + n):
             res += a[i]
         return res
-    if n <= 128:
-        r = a[:8].copy()
-        i = 8
-        while i < n - (n % 8):
-            for j in range(8):
-                r[j] += a[i + j]
-            i += 8
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-        while i < n:
-            res += a[i]
-            i += 1
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _pairwise_sum(a[:n2]) + _pairwise_sum(a[n2:])
+    r = a[lo:lo + 8].copy()
+    i = 8
+    while i < n - (n % 8):
+        for j in range(8):
+            r[j] += a[lo + i + j]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _pairwise_sum(a: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``a.sum()`` exactly as numpy adds (pairwise: blocks of <= 128 by :func:`_block_sum`,
+    above that the first ``n // 2`` rounded down to a multiple of 8 and the rest summed apart
+    and added), so the port keys and their ties are the same as numpy's. Iterative, a walk of
+    numpy's split tree with explicit stacks: numba's cache cannot reload a kernel that calls a
+    recursive one (``port_sums`` would crash a process that loads it from the cache)."""
+    lo_st = np.empty(192, dtype=np.int64)  # pending blocks (lo, n); n = -1: add the top two
+    n_st = np.empty(192, dtype=np.int64)
+    vals = np.empty(64)
+    lo_st[0], n_st[0] = 0, a.shape[0]
+    top, nv = 1, 0
+    while top > 0:
+        top -= 1
+        lo, n = lo_st[top], n_st[top]
+        if n < 0:
+            nv -= 1
+            vals[nv - 1] = vals[nv - 1] + vals[nv]
+        elif n <= 128:
+            vals[nv] = _block_sum(a, lo, n)
+            nv += 1
+        else:
+            n2 = n // 2
+            n2 -= n2 % 8
+            lo_st[top], n_st[top] = 0, -1  # popped last: left + right
+            lo_st[top + 1], n_st[top + 1] = lo + n2, n - n2
+            lo_st[top + 2], n_st[top + 2] = lo, n2  # popped first
+            top += 3
+    return vals[0]
 
 
 @numba.njit(cache=True)
@@ -130,7 +157,8 @@ class _Greedy(Agent):
         self.requests = np.ascontiguousarray(inst.requests, dtype=np.int64)
         self.capacities = np.ascontiguousarray(inst.capacities, dtype=np.int64)
         self.edges_of_port = inst.edges_of_port
-        self.cost = np.ascontiguousarray(inst.cost, dtype=np.float64)
+        # a writable copy: the kernels then see one array type for every key they sum
+        self.cost = np.array(inst.cost, dtype=np.float64)
         self.port_of_edge = np.asarray(inst.port_of_edge)
         #: port l's edges are start[l]:start[l + 1] (edges are sorted by (l, r))
         self.start = np.searchsorted(self.port_of_edge, np.arange(inst.n_types + 1)).astype(

@@ -132,11 +132,34 @@ def test_port_sums_add_exactly_as_numpy():
     from schedgym.agents.baselines.fluctuating_speed import port_sums
 
     rng = np.random.default_rng(0)
-    sizes = [0, 1, 3, 7, 8, 9, 16, 17, 127, 128, 129, 300]
+    sizes = [0, 1, 3, 7, 8, 9, 16, 17, 127, 128, 129, 300, 513, 1031, 4099]  # split depth 0-5
     start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     v = rng.normal(size=start[-1]) * 10.0 ** rng.integers(-3, 4, size=start[-1])
     want = [v[s:e].sum() for s, e in zip(start[:-1], start[1:], strict=True)]
     assert port_sums(v, start).tolist() == want  # exact, not approximate
+
+
+def test_port_sums_load_from_the_numba_cache_in_a_fresh_process(tmp_path):
+    """``port_sums`` calls the pairwise sum; when that was recursive, a process loading
+    ``port_sums`` from numba's on-disk cache (not the one that compiled it) crashed. Twice in
+    fresh processes over one empty cache folder: the second loads every kernel from it."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, schedgym\n"
+            "from schedgym.agents.baselines.fluctuating_speed import port_sums\n"
+            "v = np.arange(700.0) / 7\n"
+            "s = np.array([0, 5, 300, 700])\n"
+            "got = port_sums(v, s)\n"
+            "print(got.tolist() == [v[0:5].sum(), v[5:300].sum(), v[300:].sum()])\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip() == "True"
+    assert any(p.suffix == ".nbc" for p in tmp_path.rglob("*"))  # it did use the cache
 
 
 @settings(max_examples=40, deadline=None)

@@ -383,7 +383,10 @@ def apply_slot(tabs: SlotTables, action: Any, arrivals: np.ndarray, zraw: np.nda
     fb = np.empty(E)
     util = np.empty(tabs.capacities.shape[0])
     out = np.zeros(N_SCALARS)
-    ox = np.zeros(E, dtype=np.int8) if oracle_x is None else oracle_x
+    ox = oracle_x
+    if ox is None:  # read-only, as the oracle's cached selections: one compiled slot_kernel
+        ox = np.zeros(E, dtype=np.int8)
+        ox.setflags(write=False)
     status = slot_kernel(arr, arrivals, zraw, tabs, repair_infeasible, ox, x, fb, util, out)
     if status == NON_BINARY:
         validate_selection(action, E)  # raises the message naming the entry

@@ -28,7 +28,9 @@ class OracleSolver:
 
     def __init__(self, instance: FluctuatingSpeedInstance, values: np.ndarray | None = None):
         self.instance = instance
-        self.values = np.asarray(instance.theta if values is None else values, dtype=np.float64)
+        # a read-only copy whatever was given: one array type for the compiled knapsack
+        self.values = np.array(instance.theta if values is None else values, dtype=np.float64)
+        self.values.setflags(write=False)
         self._cache: dict[bytes, tuple[np.ndarray, float]] = {}
 
     def solve(self, arrivals: np.ndarray) -> tuple[np.ndarray, float]:

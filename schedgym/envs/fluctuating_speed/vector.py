@@ -129,6 +129,10 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self._arr = np.zeros((N, T, L))
         self._z = np.zeros((N, T, E))
         self._ox = np.zeros((N, T, E), dtype=np.int8)
+        # the kernels read it through a read-only view: the single env passes the oracle's
+        # read-only selections, and one array type means one compiled slot_kernel
+        self._ox_ro = self._ox.view()
+        self._ox_ro.setflags(write=False)
         self._ov = np.zeros((N, T))
         self._t = np.zeros(N, dtype=np.int64)
         self._x = np.zeros((N, E), dtype=np.int8)
@@ -233,7 +237,7 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         acts = self._selections(actions, active)
         obs = self._empty_obs()
         status, bad = _step_batch(
-            acts, active, self._t, self._arr, self._z, self._ox, self._tabs,
+            acts, active, self._t, self._arr, self._z, self._ox_ro, self._tabs,
             self.envs[0].invalid_action == "repair", self._cell, self._x, self._fb,
             self._util, self._origin, self._out, tuple(obs[k] for k in DYNAMIC_KEYS))
         if status == dyn.NON_BINARY:
