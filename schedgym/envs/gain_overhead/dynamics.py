@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
-from schedgym.core.utilities import derivative_one, value_one
+from schedgym.core.utilities import LINEAR, derivative_one, value_one
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -76,6 +76,24 @@ def _dominant(y: np.ndarray, beta: np.ndarray, lo: int, hi: int, tot: np.ndarray
 
 
 @numba.njit(cache=True)
+def _entry_values(y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float) -> np.ndarray:
+    """``f(y)`` of every entry of ``y`` (E, K), as :func:`~schedgym.core.utilities.value_one`
+    (with every entry linear, ``alpha * y`` in one loop that vectorises: the same values)."""
+    yf, cf, af = y.reshape(-1), codes.reshape(-1), alpha.reshape(-1)
+    out = np.empty(yf.size)
+    n_linear = 0
+    for i in range(cf.size):
+        n_linear += 1 if cf[i] == LINEAR else 0
+    if n_linear == cf.size:
+        for i in range(yf.size):
+            out[i] = af[i] * yf[i]
+    else:
+        for i in range(yf.size):
+            out[i] = value_one(cf[i], af[i], yf[i], s)
+    return out
+
+
+@numba.njit(cache=True)
 def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float,
                    type_starts: np.ndarray, beta: np.ndarray, type_gain: np.ndarray,
                    type_pen: np.ndarray, k_star: np.ndarray) -> tuple[float, float]:
@@ -86,6 +104,7 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
     n_types, (n_edges, n_res) = type_starts.size, y.shape
     gain, penalty = 0.0, 0.0
     tot = np.empty(n_res)
+    val = _entry_values(y, codes, alpha, s).reshape((n_edges, n_res))
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
@@ -95,7 +114,7 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
         for e in range(lo, hi):
             fe = 0.0
             for k in range(n_res):
-                fe += value_one(codes[e, k], alpha[e, k], y[e, k], s)
+                fe += val[e, k]
                 tot[k] += y[e, k]
             tg += fe
         k_star[l], type_pen[l] = _argmax_weighted(tot, beta)
@@ -349,11 +368,15 @@ def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
     ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the clip amount
     ``max |clip(a) - a|`` (0 for an action inside the box)."""
-    moved = 0.0
+    outside = 0
     for i in range(a.size):
         v = min(max(a[i], -1.0), 1.0)
-        moved = max(moved, abs(v - a[i]))
+        outside += 1 if v != a[i] else 0
         z[i] = 0.5 * (v + 1.0) * upper[i]
+    moved = 0.0
+    if outside:  # a max over the entries does not vectorise: only when something was clipped
+        for i in range(a.size):
+            moved = max(moved, abs(min(max(a[i], -1.0), 1.0) - a[i]))
     return moved
 
 
