@@ -15,6 +15,7 @@ from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import (
     SchedEnv,
     Viewer,
+    _encode_flat,
     as_action,
     clip_unit,
     encode_unit,
@@ -25,7 +26,7 @@ from schedgym.core.envbase import (
     validate_action,
 )
 from schedgym.core.validation import check_bool, check_choice, check_float
-from schedgym.envs.gain_overhead import actions, dynamics, viewer
+from schedgym.envs.gain_overhead import actions, dynamics, fastpath, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
 from schedgym.envs.gain_overhead.types import GainOverheadInstance, GainOverheadParams
 from schedgym.envs.gain_overhead.viewer import RenderState
@@ -269,6 +270,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._progress = (np.arange(self.horizon + 1) / self.horizon).astype(np.float32)
         self._t = 0
         self._arrivals = np.zeros((self.horizon, instance.n_types))
+        self._observed = _observed_rows(self._arrivals, self._lag)
         self._util = np.zeros(instance.n_instances * instance.n_resources)
         self.episode_seed: int | None = None
 
@@ -279,6 +281,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._n_positive_caps = max(int((inst.capacities > 0).sum()), 1)
         self._ceiling = actions.price_ceiling(inst)
         self._n_action = actions.action_size(inst, self.action_mode)
+        self._alloc_mode = self.action_mode == "allocation"
+        self._n_util = R * K
         self._action_shape = (self._n_action,)
         self.action_space = unit_box(self._n_action)
         obs: dict[str, spaces.Space[Any]] = {
@@ -312,6 +316,13 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
                 f"encode_action is defined for action_mode='allocation' only (this env has "
                 f"action_mode={self.action_mode!r}): build classical agents on the default mode"
             )
+        if (type(allocation) is np.ndarray and allocation.dtype == np.float64
+                and allocation.size == self._upper.size and allocation.flags.c_contiguous):
+            # what encode_unit does for a flat float64 array of the right size, without its
+            # conversions and broadcasting (the classical agents' per-slot call)
+            out = np.empty(self._upper.size, dtype=np.float32)
+            _encode_flat(allocation.reshape(-1), self._upper, out)
+            return out
         alloc = np.asarray(allocation, dtype=np.float64)
         if alloc.size != self._upper.size:
             raise ValueError(
@@ -339,11 +350,15 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         return np.zeros(self.instance.n_types)
 
     def _obs(self) -> dict[str, np.ndarray]:
-        obs = {
-            "arrivals": self.observed_arrivals().astype(np.float32),
-            "utilization": self._util.astype(np.float32),
-            "progress": self._progress[self._t:self._t + 1].copy(),
-        }
+        """The observation of the current slot (fresh arrays)."""
+        return self._make_obs(self._t, self._util.reshape(-1).astype(np.float32))
+
+    def _make_obs(self, t: int, util32: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation at slot ``t`` with the float32 utilization ``util32`` ``(R * K,)``:
+        the observed arrivals are a row of the episode's float32 table (:func:`_observed_rows`,
+        the same values as ``observed_arrivals().astype(np.float32)``)."""
+        obs = {"arrivals": self._observed[t].copy(), "utilization": util32,
+               "progress": self._progress[t:t + 1].copy()}
         if self.instance_features:
             obs["instance"] = self._features.copy()
         return obs
@@ -357,6 +372,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._arrivals = self._sample_arrivals(
             rngs.stream(self.episode_seed, "arrivals"), self.horizon
         )
+        self._observed = _observed_rows(self._arrivals, self._lag)
         self._t = 0
         self._needs_reset = False
         self._util = np.zeros(self.instance.n_instances * self.instance.n_resources)
@@ -365,40 +381,37 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     def step(
         self, action: np.ndarray
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        self._check_reset()
+        if self._needs_reset:
+            self._check_reset()
         t = self._t
         if t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
         x = self._arrivals[t]
-        if self.action_mode == "allocation":  # one compiled call: check, clip, decode, score
-            a = self._allocation_action(action)
-            bad, y, util, stats = dynamics.score_action(self.instance, a, x)
+        if self._alloc_mode:  # one compiled call: check, clip, decode, score
+            if not (type(action) is np.ndarray and action.shape == self._action_shape
+                    and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
+                action = as_action(action, self._n_action)
+            bad, y, util, stats = dynamics.score_action(self.instance, action, x)
             if bad >= 0:
-                raise nonfinite_action(np.asarray(a, dtype=np.float64), bad)
+                raise nonfinite_action(np.asarray(action, dtype=np.float64), bad)
             dist, gain, penalty, clip = stats.tolist()
         else:
             a, clip = clip_unit(validate_action(action, self._n_action))
             out = dynamics.score_batch(self.instance, self._target(a)[None], x[None])
             y, util = out.y[0], out.utilization[0]
             dist, gain, penalty = float(out.distance[0]), float(out.gain[0]), float(out.penalty[0])
-        self._util = util = util.reshape(-1)
+        self._util = util
+        # the float32 observation and np.add.reduce(util)'s bits in one compiled pass
+        util32 = np.empty(self._n_util, dtype=np.float32)
+        used = fastpath.float32_and_sum(util, util32)
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {
             "gain": gain, "penalty": penalty, "allocation": y, "arrivals": x.copy(),
             "projection_distance": dist, "action_clip": clip,
-            "utilization": float(np.add.reduce(util)) / self._n_positive_caps, "slot": t,
+            "utilization": used / self._n_positive_caps, "slot": t,
         }
         self._t = t = t + 1
-        return self._obs(), gain - penalty, False, t >= self.horizon, info
-
-    def _allocation_action(self, action: Any) -> np.ndarray:
-        """The ``"allocation"``-mode action for :func:`.dynamics.score_action`: a contiguous
-        float32 or float64 vector of the right length as it is (float32 widens to float64 exactly
-        inside the kernel, so both give the same bits), anything else through ``as_action``."""
-        if (type(action) is np.ndarray and action.shape == self._action_shape
-                and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
-            return action
-        return as_action(action, self._n_action)
+        return self._make_obs(t, util32), gain - penalty, False, t >= self.horizon, info
 
     def render_state(self) -> RenderState:
         """Snapshot of the last scheduled slot for :mod:`.viewer`."""
@@ -409,6 +422,15 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             utilization=self._util.reshape(inst.n_instances, inst.n_resources).copy(),
             has_capacity=inst.capacities > 0, resource_names=inst.resource_names,
         )
+
+
+def _observed_rows(arrivals: np.ndarray, lag: int) -> np.ndarray:
+    """``(T + 1, L)`` float32: row ``t`` is what the observation's ``arrivals`` shows at slot
+    ``t``, i.e. ``x(t - lag)`` of ``arrivals`` ``(T, L)``, zeros where that slot does not exist
+    (``t = T`` when revealed, ``t = 0`` when hidden)."""
+    out = np.zeros((arrivals.shape[0] + 1, arrivals.shape[1]), dtype=np.float32)
+    out[lag:lag + arrivals.shape[0]] = arrivals
+    return out
 
 
 def _refuse_instance_conflicts(overrides: Mapping[str, Any]) -> None:

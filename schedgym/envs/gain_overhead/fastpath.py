@@ -1,5 +1,7 @@
-"""Compiled batch helpers of the native vector env (:mod:`.vector`): the action checks, clipping
-and the ``"allocation"`` decode of all copies in one call.
+"""Compiled helpers of the env's and the native vector env's own work around the kernels of
+:mod:`.dynamics`: the vector env's action checks, clipping and ``"allocation"`` decode of all
+copies in one call (:mod:`.vector`), and the single env's float32 utilization observation with
+the info's utilization sum in one call (:func:`float32_and_sum`).
 
 Each row is treated with the single env's own formula (:func:`.dynamics.clip_decode_unit`, the
 map its fused step applies), so a copy of the vector env and a single env give the same bits. The
@@ -12,7 +14,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from schedgym.envs.deadline_welfare.dynamics import np_sum
 from schedgym.envs.gain_overhead.dynamics import clip_decode_unit
+
+
+@numba.njit(cache=True)
+def all_finite(a: np.ndarray) -> bool:
+    """``np.isfinite(a).all()`` of a C-contiguous array without numpy's boolean temporary, in
+    a branch-free pass that vectorises (``v - v`` is 0 for a finite ``v``, NaN for NaN/inf)."""
+    flat = a.reshape(a.size)
+    ok = True
+    for i in range(flat.size):
+        v = flat[i]
+        ok &= (v - v) == 0.0
+    return ok
 
 
 @numba.njit(cache=True)
@@ -51,3 +66,18 @@ def clip_rows(a: np.ndarray, rows: np.ndarray, out: np.ndarray, clip: np.ndarray
             moved = max(moved, abs(v - a[rows[j], k]))
             out[j, k] = v
         clip[j] = moved
+
+
+@numba.njit(cache=True)
+def float32_and_sum(src: np.ndarray, out: np.ndarray) -> float:
+    """``out[:] = src.ravel().astype(np.float32)`` (``src`` C-contiguous float64, ``out`` flat
+    float32 of ``src.size``) and return ``float(np.add.reduce(src.ravel()))`` with numpy's bits:
+    the step's utilization observation and the numerator of ``info["utilization"]`` in one call.
+
+    The sum is :func:`~schedgym.envs.deadline_welfare.dynamics.np_sum` (numpy's pairwise order)
+    added to 0.0, numpy's starting value of the reduction (which turns a ``-0.0`` total into
+    ``0.0``, as ``np.add.reduce`` gives)."""
+    flat = src.reshape(src.size)
+    for i in range(flat.size):
+        out[i] = flat[i]
+    return 0.0 + np_sum(flat, 0, flat.size)

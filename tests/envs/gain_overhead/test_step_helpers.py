@@ -1,0 +1,122 @@
+"""The compiled helpers around GainOverhead's step kernels (:mod:`.fastpath`) and the single
+env's shortcuts, each against the numpy expression it replaces, bit for bit: the float32
+utilization observation and numpy's pairwise sum of it (``np.add.reduce``, the info's
+``utilization``), the vector env's finite check, the observed-arrivals table and
+``encode_action``'s fast path."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from schedgym.core.envbase import encode_unit
+from schedgym.envs.gain_overhead import fastpath
+from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
+
+#: Lengths around numpy's pairwise-summation boundaries (8-way unrolling, blocks of 128, the
+#: halving above) and the utilization sizes R * K of the scenarios (768, 6144).
+SIZES = [0, 1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 135, 136, 255, 256, 257, 263, 511, 513,
+         767, 768, 769, 1000, 1025, 1890, 6144, 10007]
+
+
+def _arrays(n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Values whose sum depends on the order of the additions: uniform, magnitudes over 16
+    decades, signed, and utilization-like values clipped at 1."""
+    return [rng.random(n), rng.random(n) * 10.0 ** rng.integers(-8, 8, n),
+            rng.standard_normal(n) * 1e3, np.minimum(rng.random(n) * 1.3, 1.0)]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_the_sum_has_the_bits_of_numpy(n):
+    rng = np.random.default_rng(n)
+    out = np.empty(n, dtype=np.float32)
+    for a in _arrays(n, rng):
+        assert fastpath.float32_and_sum(a, out) == float(np.add.reduce(a))
+    # numpy's reduction starts from 0.0: a total of -0.0 entries is +0.0
+    total = fastpath.float32_and_sum(np.full(n, -0.0), out)
+    assert np.float64(total).tobytes() == np.add.reduce(np.full(n, -0.0)).tobytes()
+    # a sequential sum differs on these values, so the test can tell the orders apart
+    if n >= 1000:
+        a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
+        seq = 0.0
+        for v in a.tolist():
+            seq += v
+        assert seq != float(np.add.reduce(a))
+
+
+@pytest.mark.parametrize("shape", [(0, 6), (1, 1), (10, 3), (128, 6), (1024, 6), (7, 13)])
+def test_float32_and_sum_equals_astype_and_reduce(shape):
+    rng = np.random.default_rng(sum(shape))
+    for a in _arrays(int(np.prod(shape)), rng):
+        src = a.reshape(shape)
+        out = np.full(src.size, np.nan, dtype=np.float32)
+        total = fastpath.float32_and_sum(src, out)
+        np.testing.assert_array_equal(out, src.reshape(-1).astype(np.float32), strict=True)
+        assert total == float(np.add.reduce(src.reshape(-1)))
+        assert np.float64(total).tobytes() == np.add.reduce(src.reshape(-1)).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_all_finite_equals_numpy(dtype):
+    rng = np.random.default_rng(2)
+    big = np.finfo(dtype).max
+    a = rng.uniform(-1.5, 1.5, (5, 37)).astype(dtype)
+    a[2, 3] = big  # finite extremes: v - v is 0
+    a[4, 0] = -big
+    assert fastpath.all_finite(a) and np.isfinite(a).all()
+    for bad in (np.nan, np.inf, -np.inf):
+        for where in ((0, 0), (3, 17), (4, 36)):
+            b = a.copy()
+            b[where] = bad
+            assert not fastpath.all_finite(b)
+    assert fastpath.all_finite(np.empty((0, 4), dtype=dtype))
+
+
+@pytest.mark.parametrize("arrivals", ["revealed", "hidden"])
+def test_observed_arrivals_table_is_the_cast_of_observed_arrivals(arrivals):
+    env = gym.make(ENV_ID, **{**SMALL, "horizon": 6}, arrivals=arrivals).unwrapped
+    obs, _ = env.reset(seed=3)
+    seen = [obs["arrivals"]]
+    for _ in range(env.horizon):
+        want = env.observed_arrivals().astype(np.float32)
+        np.testing.assert_array_equal(env._obs()["arrivals"], want, strict=True)
+        obs, *_ = env.step(env.action_space.sample())
+        seen.append(obs["arrivals"])
+    for t, got in enumerate(seen):
+        s = t - (arrivals == "hidden")
+        want = env.arrivals[s] if 0 <= s < env.horizon else np.zeros(env.instance.n_types)
+        np.testing.assert_array_equal(got, want.astype(np.float32), strict=True)
+    assert not np.shares_memory(seen[1], env._observed)  # fresh arrays, not views
+
+
+def test_encode_action_fast_path_equals_encode_unit():
+    env = gym.make(ENV_ID, **SMALL).unwrapped
+    inst = env.instance
+    rng = np.random.default_rng(7)
+    y = rng.uniform(-0.5, 1.5, inst.edge_caps.shape) * inst.edge_caps
+    y[0, 0] = np.nan  # NaN stays NaN, as np.clip
+    want = encode_unit(y.reshape(-1), inst.edge_caps.reshape(-1))
+    for alloc in (y, y.reshape(-1), np.asfortranarray(y), y.astype(np.float32).astype(
+            np.float64), y.tolist()):
+        got = env.encode_action(alloc)
+        ref = encode_unit(np.asarray(alloc, dtype=np.float64).reshape(-1),
+                          inst.edge_caps.reshape(-1))
+        np.testing.assert_array_equal(got, ref, strict=True)
+    np.testing.assert_array_equal(env.encode_action(y), want, strict=True)
+    with pytest.raises(ValueError, match="allocation has shape"):
+        env.encode_action(np.zeros(3))
+
+
+def test_step_info_utilization_is_the_numpy_mean():
+    """``info["utilization"]`` is ``np.add.reduce`` of the flat utilization over the count of
+    positive capacities, bit for bit, and the observation its float32 cast."""
+    env = gym.make(ENV_ID, scenario="paper-default", horizon=4).unwrapped
+    env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    n_pos = int((env.instance.capacities > 0).sum())
+    for _ in range(4):
+        obs, _, _, _, info = env.step(rng.uniform(-1, 1, env.action_space.shape))
+        util = env._util.reshape(-1)
+        assert info["utilization"] == float(np.add.reduce(util)) / n_pos
+        np.testing.assert_array_equal(obs["utilization"], util.astype(np.float32), strict=True)
