@@ -83,12 +83,17 @@ def _key_check(key: str, low: np.ndarray, high: np.ndarray
 @numba.njit(cache=True)
 def _outside(val: np.ndarray, low: float, high: float, need_finite: bool) -> bool:
     """Whether an entry of ``val`` (flat) is outside ``[low, high]`` (compared in float64) or NaN,
-    or, with ``need_finite``, infinite; one pass instead of numpy's ``min``/``max``/``isfinite``."""
+    or, with ``need_finite``, infinite; one pass instead of numpy's ``min``/``max``/``isfinite``.
+    The pass has no early exit (observations are valid but for bugs), so it is branch-free and
+    vectorises."""
+    inside = True
     for v in val:
         x = float(v)
-        if not (x >= low and x <= high) or (need_finite and not np.isfinite(x)):
-            return True
-    return False
+        inside &= (x >= low) & (x <= high)  # False for NaN
+    if need_finite and inside:
+        for v in val:
+            inside &= np.isfinite(float(v))
+    return not inside
 
 
 def _is_sb3_vec(env: Any) -> bool:
@@ -127,6 +132,9 @@ class Agent:
         # through which NaN propagates), else the arrays; the check must cost little beside a
         # decision
         self._checks = [_key_check(k, lo, hi) for k, (lo, hi) in self._bounds.items()]
+        self._obs_keys = set(self.observation_space.spaces)
+        self._obs_first_key = next(iter(self.observation_space.spaces))
+        self._obs_first_ndim = len(self.observation_space.spaces[self._obs_first_key].shape or ())
         self._features: np.ndarray | None = None
         self._states: dict[int, Any] = {}
 
@@ -157,8 +165,8 @@ class Agent:
         if isinstance(observation, dict):
             obs = {k: np.asarray(v) for k, v in observation.items()}
             self._check_keys(obs)
-            key = next(iter(self.observation_space.spaces))
-            batched = obs[key].ndim > len(self.observation_space.spaces[key].shape or ())
+            key = self._obs_first_key
+            batched = obs[key].ndim > self._obs_first_ndim
             if not batched:
                 return [obs], False
             n = len(obs[key])
@@ -178,8 +186,8 @@ class Agent:
         return [spaces.unflatten(space, r) for r in rows], batched
 
     def _check_keys(self, obs: dict[str, np.ndarray]) -> None:
-        want = set(self.observation_space.spaces)
-        if set(obs) != want:
+        want = self._obs_keys
+        if obs.keys() != want:
             raise ValueError(f"observation keys {sorted(obs)} are invalid: "
                              f"{type(self).__name__} was built for an env whose observations "
                              f"have keys {sorted(want)} (another env's observation?)")
@@ -188,14 +196,16 @@ class Agent:
         """Raise ``ValueError`` unless ``obs`` (unbatched) fits the agent's env: shapes, bounds,
         and the same instance features as before when the observation carries them."""
         for key, shape, low, high, infinite in self._checks:
-            val = np.asarray(obs[key])
+            val = obs[key]
+            if type(val) is not np.ndarray:
+                val = np.asarray(val)
             if val.shape != shape:
                 raise ValueError(f"observation[{key!r}] has shape {val.shape}: this env's has "
                                  f"{shape} (another instance's or env's observation?)")
             if not val.size:
                 continue
-            if isinstance(low, float):  # one compiled pass (NaN fails both comparisons)
-                bad = _outside(val.reshape(-1), low, high, infinite)
+            if type(low) is float:  # one compiled pass (NaN fails both comparisons)
+                bad = _outside(val if val.ndim == 1 else val.reshape(-1), low, high, infinite)
             else:
                 bad = not ((val >= low).all() and (val <= high).all()) or (
                     infinite and not np.isfinite(val).all())
@@ -230,11 +240,12 @@ class Agent:
         """SB3 ``PolicyPredictor.predict``: action(s) for one observation or a batch."""
         items, batched = self._split(observation)
         n = len(items)
-        starts = (
-            np.zeros(n, dtype=bool)
-            if episode_start is None
-            else np.broadcast_to(np.asarray(episode_start, dtype=bool).reshape(-1), (n,))
-        )
+        if episode_start is None:
+            starts: Any = (False,) * n
+        else:  # one flag per observation, or one for all (broadcast)
+            starts = np.asarray(episode_start, dtype=bool).reshape(-1)
+            if starts.shape != (n,):
+                starts = np.broadcast_to(starts, (n,))
         actions = []
         for i, obs in enumerate(items):
             self.check_observation(obs)

@@ -66,6 +66,9 @@ class OgaSched(Agent):
         # Under arrivals="hidden" the observation carries x(t-1), so the "oco" step with it is
         # taken before playing: the step sizes and the played sequence match "revealed".
         self._hidden = getattr(self.env, "arrivals_protocol", "revealed") == "hidden"
+        #: The step size does not depend on the gradient and the projection is the exact one:
+        #: the update is one compiled call (:func:`.dynamics.ascent_step`).
+        self._one_call = self.lr_schedule != "theory_adaptive" and self.projection == "exact"
 
     def _init_state(self, index: int) -> dict[str, Any]:
         return {"y": None, "eta": self.eta0, "t": 0}
@@ -83,7 +86,7 @@ class OgaSched(Agent):
     def _ascend(self, x: np.ndarray, y: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         """``Pi_Y(y + eta_t grad)``, or ``y`` itself (a copy) when the step size is 0."""
         inst = self.instance
-        if self.lr_schedule != "theory_adaptive" and self.projection == "exact":
+        if self._one_call:
             eta = self.step_size(state, None)  # does not depend on the gradient
             return dynamics.ascent_step(inst, x, y, eta) if eta > 0 else y.copy()
         grad = dynamics.supergradient(inst, x, y)
