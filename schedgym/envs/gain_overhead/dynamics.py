@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
-from schedgym.core.utilities import LINEAR, derivative_one, value_one
+from schedgym.core.utilities import map_flat
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -76,24 +76,6 @@ def _dominant(y: np.ndarray, beta: np.ndarray, lo: int, hi: int, tot: np.ndarray
 
 
 @numba.njit(cache=True)
-def _entry_values(y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float) -> np.ndarray:
-    """``f(y)`` of every entry of ``y`` (E, K), as :func:`~schedgym.core.utilities.value_one`
-    (with every entry linear, ``alpha * y`` in one loop that vectorises: the same values)."""
-    yf, cf, af = y.reshape(-1), codes.reshape(-1), alpha.reshape(-1)
-    out = np.empty(yf.size)
-    n_linear = 0
-    for i in range(cf.size):
-        n_linear += 1 if cf[i] == LINEAR else 0
-    if n_linear == cf.size:
-        for i in range(yf.size):
-            out[i] = af[i] * yf[i]
-    else:
-        for i in range(yf.size):
-            out[i] = value_one(cf[i], af[i], yf[i], s)
-    return out
-
-
-@numba.njit(cache=True)
 def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float,
                    type_starts: np.ndarray, beta: np.ndarray, type_gain: np.ndarray,
                    type_pen: np.ndarray, k_star: np.ndarray) -> tuple[float, float]:
@@ -104,7 +86,8 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
     n_types, (n_edges, n_res) = type_starts.size, y.shape
     gain, penalty = 0.0, 0.0
     tot = np.empty(n_res)
-    val = _entry_values(y, codes, alpha, s).reshape((n_edges, n_res))
+    val = map_flat(False, codes.reshape(-1), alpha.reshape(-1), y.reshape(-1), s).reshape(
+        (n_edges, n_res))
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
@@ -129,7 +112,7 @@ def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> Re
     L = inst.n_types
     type_gain, type_pen, k_star = np.empty(L), np.empty(L), np.empty(L, dtype=np.int64)
     gain, penalty = _reward_kernel(
-        np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), inst.edge_codes,
+        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), inst.edge_codes,
         inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, type_gain,
         type_pen, k_star)
     return RewardParts(gain - penalty, gain, penalty, type_gain, type_pen, k_star)
@@ -148,13 +131,15 @@ def _supergradient_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha
     g`` (OgaSched's step before the projection), in one pass."""
     n_types, (n_edges, n_res) = type_starts.size, y.shape
     g, tot = np.empty((n_edges, n_res)), np.empty(n_res)
+    der = map_flat(True, codes.reshape(-1), alpha.reshape(-1), y.reshape(-1), s).reshape(
+        (n_edges, n_res))
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
         ks, xl = _dominant(y, beta, lo, hi, tot)[0], x[l]
         for e in range(lo, hi):
             for k in range(n_res):
-                d = derivative_one(codes[e, k], alpha[e, k], y[e, k], s)
+                d = der[e, k]
                 if k == ks:
                     d -= beta[ks]
                 d *= xl
@@ -169,7 +154,7 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
     maximiser of ``beta_k Y_l^k`` (applied to every channel of type ``l``).
     """
     return _supergradient_kernel(
-        np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), inst.edge_codes,
+        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), inst.edge_codes,
         inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, 0.0, False)
 
 
