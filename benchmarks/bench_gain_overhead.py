@@ -10,8 +10,9 @@ Prints, on this machine and in one process (``schedgym bench gain_overhead`` run
    vectorization_mode="vector_entry_point")``) and ``SyncVectorEnv`` per env-step; then the
    CPU time of a step split into the compiled kernel (projection + reward, timed alone on the
    same actions and arrivals) and the rest (Python: checks, decode, observation, info);
-3. every agent's decision time, and OgaSched decision + env step per slot against the authors'
-   OGASched per slot at 10 x 128 x 6 (``--authors PATH``: a checkout of
+3. every agent's decision time, OgaSched's split into its compiled update
+   (``dynamics.ascent_step``) and the rest, and OgaSched decision + env step per slot against
+   the authors' OGASched per slot at 10 x 128 x 6 (``--authors PATH``: a checkout of
    github.com/anonymity-for-review/OGASched, run from a patched copy in a temporary folder);
 4. wall time of a T=8000 ``paper-headline`` run of the five agents in this process;
 5. with ``--large-scale``: the same for ``large-scale`` (100 x 1024 x 6, T=10,000).
@@ -179,44 +180,73 @@ def scenario_run(scenario: str) -> None:
               f"{r.metrics['avg_reward']:.1f}")
 
 
+class _CallTimer:
+    """Times every call of the named functions of ``module`` (CPU time) while active: the
+    functions are replaced by timed wrappers and put back afterwards. The wrapper's own cost
+    (two ``process_time`` calls, ~1 us each of CPU) is measured on a no-op at construction:
+    ``overhead`` is that cost per call as seen from outside, ``inside`` the part of it that falls
+    between the two clock reads (taken off the timed figure)."""
+
+    def __init__(self, module: Any, names: tuple[str, ...]) -> None:
+        self.module, self.names = module, names
+        self.spent, self.calls = 0.0, 0
+        noop, n_cal = self._timed(lambda: None), 20000
+        c0 = time.process_time()
+        for _ in range(n_cal):
+            noop()
+        self.overhead, self.inside = (time.process_time() - c0) / n_cal, self.spent / n_cal
+        self.spent, self.calls = 0.0, 0
+
+    def _timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            c0 = time.process_time()
+            out = fn(*args)
+            self.spent += time.process_time() - c0
+            self.calls += 1
+            return out
+        return call
+
+    def __enter__(self) -> _CallTimer:
+        self.originals = {name: getattr(self.module, name) for name in self.names}
+        for name, fn in self.originals.items():
+            setattr(self.module, name, self._timed(fn))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for name, fn in self.originals.items():
+            setattr(self.module, name, fn)
+
+    @property
+    def per_call(self) -> float:
+        """CPU seconds per timed call, the timer's own cost taken off."""
+        return self.spent / max(self.calls, 1) - self.inside
+
+
 def kernel_split(run: Callable[[], tuple[float, float]], per_call: int = 1) -> tuple[float,
                                                                                   float]:
     """``(step, kernel)`` CPU us per env-step of ``run()`` (a :func:`env_rate` or
     :func:`vec_rate` call) with :func:`dynamics.score_action` and :func:`dynamics.score_batch`
     (the compiled projection + reward the env calls) timed in place: the same calls on the same
     actions and arrivals, so ``step - kernel`` is the Python around them (checks, decode,
-    observation, info, wrappers). The timing wrapper's own cost (two ``process_time`` calls,
-    ~1 us each of CPU) is measured on a no-op and taken off both figures. The kernel's mean
-    includes ``run``'s one untimed warm-up step."""
+    observation, info, wrappers). The timer's own cost is taken off both figures. The kernel's
+    mean includes ``run``'s one untimed warm-up step."""
     from schedgym.envs.gain_overhead import dynamics
 
-    spent = [0.0, 0]
-    originals = {name: getattr(dynamics, name) for name in ("score_action", "score_batch")}
-
-    def timed(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any) -> Any:
-            c0 = time.process_time()
-            out = fn(*args)
-            spent[0] += time.process_time() - c0
-            spent[1] += 1
-            return out
-        return call
-
-    noop, n_cal = timed(lambda: None), 20000
-    c0 = time.process_time()
-    for _ in range(n_cal):
-        noop()
-    whole, inside = (time.process_time() - c0) / n_cal, spent[0] / n_cal
-    spent[:] = [0.0, 0]
-    try:
-        for name, fn in originals.items():
-            setattr(dynamics, name, timed(fn))
+    with _CallTimer(dynamics, ("score_action", "score_batch")) as timer:
         step_rate = run()[1]
-    finally:
-        for name, fn in originals.items():
-            setattr(dynamics, name, fn)
-    kernel = (float(spent[0]) / spent[1] - inside) / per_call
-    return 1e6 / step_rate - 1e6 * whole / per_call, 1e6 * kernel
+    return (1e6 / step_rate - 1e6 * timer.overhead / per_call,
+            1e6 * timer.per_call / per_call)
+
+
+def ogasched_split(n: int) -> tuple[float, float]:
+    """``(decision, ascent)`` CPU us of OgaSched's decision with :func:`dynamics.ascent_step`
+    (its compiled update: supergradient + exact projection) timed in place, so ``decision -
+    ascent`` is the Python around it (observation check, encode, state); timer cost taken off."""
+    from schedgym.envs.gain_overhead import dynamics
+
+    with _CallTimer(dynamics, ("ascent_step",)) as timer:
+        decision = agent_rate("ogasched", n)[0]
+    return 1e3 * decision - 1e6 * timer.overhead, 1e6 * timer.per_call
 
 
 def throughput(steps: int) -> None:
@@ -287,6 +317,10 @@ def main() -> None:
         d, ds = agent_rate(name, min(args.steps, 2000))
         per_slot[name] = ds
         print(f"{name:12s} {d:12.3f} {ds:19.3f}")
+    decision, ascent = ogasched_split(min(args.steps, 2000))
+    print(f"ogasched decision (a second run, timed inside): {decision:.1f} us = ascent_step "
+          f"{ascent:.1f} us (compiled update) + {decision - ascent:.1f} us (the rest: check, "
+          "encode, Python)")
     if args.authors:
         theirs = authors_per_slot(args.authors, args.authors_slots)
         print(f"\nauthors' OGASched at 10 x 128 x 6: {1e3 * theirs:.1f} ms per slot (CPU, "
