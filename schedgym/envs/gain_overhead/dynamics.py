@@ -372,9 +372,13 @@ def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, plan: tupl
                      y: np.ndarray, util: np.ndarray, stats: np.ndarray) -> int:
     """Finite check, clip, decode, projection and score of one ``"allocation"``-mode action in
     one call; returns the index of the first non-finite entry (nothing else done) or -1."""
-    for i in range(a.size):
-        if not np.isfinite(a[i]):
-            return i
+    n_bad = 0
+    for i in range(a.size):  # a count vectorises; the search stops only when there is one
+        n_bad += 0 if a[i] - a[i] == 0.0 else 1  # inf - inf and nan - nan are nan
+    if n_bad:
+        for i in range(a.size):
+            if not np.isfinite(a[i]):
+                return i
     z = np.empty(y.shape)
     stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
