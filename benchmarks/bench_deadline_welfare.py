@@ -2,8 +2,9 @@
 
 Prints, measured in one run on this machine (ratios against references measured in the same
 process, never absolute targets):
-0. first-call compile time of the compiled kernels (a fresh numba cache in a subprocess) and
-   the load time once cached;
+0. first-use time in fresh processes with an empty numba cache (everything compiles) and over
+   the cache that filled: the env alone (a user's first ``gym.make`` and steps, default
+   utility), and every kernel of the env, the agents and the vector env in 3 utilities;
 1. env steps per CPU second (``time.process_time``: the machine is shared) with random actions
    at the paper-default size, as a ratio to CartPole-v1's, measured the same way: the single
    env, the native vector env (64 copies, per env-step) and SyncVectorEnv (64 copies) for
@@ -68,6 +69,40 @@ vec.reset(seed=0)
 vec.step(vec.action_space.sample())
 print(time.perf_counter() - t0)
 """
+
+
+_ENV_ONLY = """
+import time
+t0 = time.perf_counter()
+import gymnasium as gym, schedgym
+env = gym.make("schedgym/DeadlineWelfare-v0")
+env.reset(seed=0)
+for _ in range(3):
+    env.step(env.action_space.sample())
+print(time.perf_counter() - t0)
+"""
+
+
+def first_env_seconds(cache_dir: str) -> float:
+    """Seconds to import schedgym, make the env (default utility), reset it and step it 3 times
+    in a fresh process with numba's cache in ``cache_dir``: a user's first use."""
+    out = subprocess.run([sys.executable, "-c", _ENV_ONLY], capture_output=True, text=True,
+                         check=True, env={**os.environ, "NUMBA_CACHE_DIR": cache_dir})
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def compile_section() -> None:
+    """Section 0: first-use time in fresh processes, each first with an empty numba cache
+    (everything compiles) and then again over the cache that run filled (loads only)."""
+    print("\n0. first use in fresh processes (wall s; compile: an empty numba cache; cached: "
+          "the cache the first run filled):")
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as every:
+        env_cold, env_warm = first_env_seconds(one), first_env_seconds(one)
+        all_cold, all_warm = first_call_seconds(every), first_call_seconds(every)
+    print(f"   env alone (import, make, reset, 3 steps; default utility): {env_cold:.1f} s "
+          f"compile, {env_warm:.1f} s cached")
+    print(f"   every DW kernel (env, 4 agents, vector env; 3 utilities, 3 processes): "
+          f"{all_cold:.1f} s compile, {all_warm:.1f} s cached")
 
 
 def first_call_seconds(cache_dir: str | None) -> float:
@@ -254,10 +289,7 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, python "
           f"{platform.python_version()}, numpy {np.__version__}, cvxpy {cvxpy.__version__}")
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    with tempfile.TemporaryDirectory() as cold:
-        print(f"\n0. first call of every DW kernel (3 utilities, fresh processes): "
-              f"{first_call_seconds(cold):.1f} s with an empty numba cache (compile), "
-              f"{first_call_seconds(None):.1f} s cached")
+    compile_section()
     print(f"\n1. {ENV_ID} paper-default, random actions (one step = one job):")
     throughput(args.steps)
     print("\n2. decision time per job (predict), ms, paper-default:")

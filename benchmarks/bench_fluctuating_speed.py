@@ -8,7 +8,7 @@ Usage::
 Prints (paper-default, instance seed 0, episode seed 0):
 
 - first-call time of the compiled kernels: cold (empty numba cache, so compiling) and warm
-  (cache already on disk), each in a fresh process;
+  (the cache the cold run filled), each in a fresh process;
 - env steps/s with random ``MultiBinary`` actions, single env (``gym.make``) and the native batch
   of 64 (``gym.make_vec(..., vectorization_mode="vector_entry_point")``, per env-step), each as a
   ratio to CartPole-v1's single-env steps/s measured in the same rounds (median of 3 rounds);
@@ -57,15 +57,15 @@ print(f"{t1 - t0:.3f} {time.perf_counter() - t2:.3f}")
 """
 
 
-def first_call_seconds(cold: bool) -> tuple[float, float]:
-    """``(import s, first ESDP + HAUF decision + env step + vector step s)`` in a fresh process;
-    ``cold`` points numba at an empty cache directory (everything compiles)."""
+def first_call_seconds(cache_dir: str | None) -> tuple[float, float]:
+    """``(import s, first ESDP + HAUF decision + env step + vector step s)`` in a fresh process
+    with numba's cache in ``cache_dir`` (an empty folder: everything compiles; ``None``: the
+    usual cache beside the sources)."""
     env = dict(os.environ)
-    with tempfile.TemporaryDirectory() as tmp:
-        if cold:
-            env["NUMBA_CACHE_DIR"] = tmp
-        out = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, check=True,
-                             capture_output=True, text=True).stdout.split()
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    out = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
     return float(out[0]), float(out[1])
 
 
@@ -203,8 +203,9 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}; python {platform.python_version()}, numpy {np.__version__}")
     if not args.no_first_call:
-        for cold in (True, False):
-            imp, first = first_call_seconds(cold)
+        with tempfile.TemporaryDirectory() as tmp:  # cold, then warm over the cache it filled
+            runs = [first_call_seconds(tmp) for _ in range(2)]
+        for cold, (imp, first) in zip((True, False), runs, strict=True):
             kind = "cold (empty numba cache: compiles)" if cold else "warm (cached kernels)"
             print(f"first calls in a fresh process, {kind}: import {imp:.2f} s, first ESDP + "
                   f"HAUF decision + env step + vector step {first:.2f} s")
