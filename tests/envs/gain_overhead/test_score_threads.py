@@ -35,3 +35,37 @@ def test_bad_threads_is_refused(bad):
     z = np.zeros((2, *inst.edge_caps.shape))
     with pytest.raises(ValueError, match=r"threads=.* is invalid: must be an integer >= 1"):
         dynamics.score_batch(inst, z, np.zeros((2, inst.n_types)), threads=bad)
+
+
+def test_vector_env_with_threads_equals_one_thread():
+    """The native vector env with ``num_threads=3`` gives the same observations, rewards, flags
+    and infos as with one thread, across an autoreset."""
+    import gymnasium as gym
+
+    import schedgym  # noqa: F401
+
+    kw = dict(num_envs=5, vectorization_mode="vector_entry_point", n_instances=16, horizon=3)
+    one = gym.make_vec("schedgym/GainOverhead-v0", **kw)
+    three = gym.make_vec("schedgym/GainOverhead-v0", num_threads=3, **kw)
+    assert (one.unwrapped.num_threads, three.unwrapped.num_threads) == (1, 3)
+    a, b = one.reset(seed=4), three.reset(seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # the fourth step autoresets every copy
+        act = rng.uniform(-1.2, 1.2, one.action_space.shape).astype(np.float32)
+        a, b = one.step(act), three.step(act)
+        for x, y in zip(a[1:4], b[1:4], strict=True):  # rewards, terminated, truncated
+            assert x.tobytes() == y.tobytes()
+        for i in (0, 4):  # observations, infos
+            assert a[i].keys() == b[i].keys()
+            for k in a[i]:
+                assert np.asarray(a[i][k]).tobytes() == np.asarray(b[i][k]).tobytes(), k
+
+
+def test_vector_env_refuses_bad_num_threads():
+    import gymnasium as gym
+
+    import schedgym  # noqa: F401
+
+    with pytest.raises(ValueError, match="num_threads"):
+        gym.make_vec("schedgym/GainOverhead-v0", num_envs=2,
+                     vectorization_mode="vector_entry_point", num_threads=0)
