@@ -80,8 +80,9 @@ def decode_unit(action: np.ndarray, upper: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _encode_flat(value: np.ndarray, upper: np.ndarray, out: np.ndarray) -> None:
-    """:func:`encode_unit` on flat arrays of one length (``out`` float32)."""
+def encode_flat(value: np.ndarray, upper: np.ndarray, out: np.ndarray) -> None:
+    """:func:`encode_unit` into a preallocated ``out`` (float32): flat arrays of one length,
+    ``value`` and ``upper`` float64 (no conversion, for callers on a hot path)."""
     for i in range(value.size):
         u = upper[i]
         a = 2.0 * value[i] / u - 1.0 if u > 0 else -1.0
@@ -96,7 +97,7 @@ def encode_unit(value: np.ndarray, upper: np.ndarray) -> np.ndarray:
     if v.shape != u.shape:
         v, u = np.broadcast_arrays(v, u)
     out = np.empty(v.shape, dtype=np.float32)
-    _encode_flat(np.ascontiguousarray(v).reshape(-1), np.ascontiguousarray(u).reshape(-1),
+    encode_flat(np.ascontiguousarray(v).reshape(-1), np.ascontiguousarray(u).reshape(-1),
                  out.reshape(-1))
     return out
 

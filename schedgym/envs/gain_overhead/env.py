@@ -15,9 +15,9 @@ from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import (
     SchedEnv,
     Viewer,
-    _encode_flat,
     as_action,
     clip_unit,
+    encode_flat,
     encode_unit,
     frac_box,
     nonfinite_action,
@@ -321,7 +321,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             # what encode_unit does for a flat float64 array of the right size, without its
             # conversions and broadcasting (the classical agents' per-slot call)
             out = np.empty(self._upper.size, dtype=np.float32)
-            _encode_flat(allocation.reshape(-1), self._upper, out)
+            encode_flat(allocation.reshape(-1), self._upper, out)
             return out
         alloc = np.asarray(allocation, dtype=np.float64)
         if alloc.size != self._upper.size:
