@@ -312,7 +312,8 @@ def np_sum(a: np.ndarray, lo: int, n: int) -> float:
         return _sum_block(a, lo, n2) + _sum_block(a, lo + n2, n - n2)
     los = np.empty(128, dtype=np.int64)
     ns = np.empty(128, dtype=np.int64)
-    state = np.zeros(128, dtype=np.int64)
+    state = np.empty(128, dtype=np.int64)
+    state[0] = 0
     vals = np.empty(128)
     top, vtop = 0, 0
     los[0], ns[0] = lo, n

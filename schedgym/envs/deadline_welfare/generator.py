@@ -181,8 +181,16 @@ def _arrivals(st: np.ndarray, rate: float, horizon: int, n_jobs: int) -> np.ndar
     counts = np.empty(slots, dtype=np.int64)
     for t in range(slots):
         counts[t] = pcg.poisson(st, rate)
-    N = counts.sum() if n_jobs < 0 else n_jobs
-    s = np.full(N, horizon - 1, dtype=np.int64)
+    # np.empty and loops, not .sum()/np.full: every numba-internal specialisation of those is
+    # one more first-use compile (same integers)
+    N = n_jobs
+    if n_jobs < 0:
+        N = 0
+        for t in range(slots):
+            N += counts[t]
+    s = np.empty(N, dtype=np.int64)
+    for i in range(N):
+        s[i] = horizon - 1
     n = 0
     for t in range(slots):
         for _ in range(counts[t]):

@@ -54,7 +54,7 @@ def _seed_words(entropy: np.ndarray) -> np.ndarray:
     (little-endian pairs), held in uint64 ``(8,)``."""
     h = np.empty(1, dtype=np.uint64)
     h[0] = _INIT_A
-    pool = np.zeros(_POOL, dtype=np.uint64)
+    pool = np.empty(_POOL, dtype=np.uint64)  # every entry set below (np.empty: fewer compiles)
     for i in range(_POOL):
         pool[i] = _hashmix(entropy[i] if i < entropy.size else _ZERO, h)
     for i_src in range(_POOL):
@@ -64,7 +64,7 @@ def _seed_words(entropy: np.ndarray) -> np.ndarray:
     for i_src in range(_POOL, entropy.size):
         for i_dst in range(_POOL):
             pool[i_dst] = _mix(pool[i_dst], _hashmix(entropy[i_src], h))
-    out = np.zeros(8, dtype=np.uint64)
+    out = np.empty(8, dtype=np.uint64)
     hb = _INIT_B
     for i in range(8):
         v = (pool[i % _POOL] ^ hb) & _U32

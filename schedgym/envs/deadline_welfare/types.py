@@ -324,8 +324,11 @@ def _limits_kernel(workload: np.ndarray, arrival: np.ndarray, deadline: np.ndarr
     """float64 ``(4,)``: max workload over jobs, max capability, coef, weight over the job
     units ℛ_n (``allowed`` x ``[arrival, deadline]``); 0 where there is none (as
     ``a[mask].max()``, without building the mask)."""
-    out = np.full(4, -np.inf)
-    seen = np.zeros(4, dtype=np.bool_)
+    out = np.empty(4)  # np.empty and a loop: see generator._arrivals
+    seen = np.empty(4, dtype=np.bool_)
+    for i in range(4):
+        out[i] = -np.inf
+        seen[i] = False
     for n in range(workload.size):
         out[0] = max(out[0], workload[n])
         seen[0] = True
