@@ -62,3 +62,49 @@ def test_every_kernel_is_compiled_once_without_literal_arguments():
     assert not literal, f"kernels specialised on a literal argument: {literal}"
     extra = {k: v for k, v in sigs.items() if len(v) > ALLOWED.get(k, 1)}
     assert not extra, f"kernels compiled more than once: {extra}"
+
+
+#: Modules with kernels of DeadlineWelfare, FluctuatingSpeed and their agents.
+KERNEL_FILES = ("schedgym/envs/deadline_welfare/*.py", "schedgym/envs/fluctuating_speed/*.py",
+                "agents/onsocmax.py", "agents/esdp.py", "agents/baselines/deadline_welfare.py",
+                "agents/baselines/fluctuating_speed.py")
+
+
+def _recursive_kernels(source: str) -> list[str]:
+    """Kernels (``@numba.njit`` functions) of ``source`` that reach themselves through calls of
+    the module's kernels."""
+    import ast
+
+    tree = ast.parse(source)
+    kernels = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+               and any("njit" in ast.unparse(d) for d in f.decorator_list)}
+    calls = {k: {c.func.id for c in ast.walk(f) if isinstance(c, ast.Call)
+                 and isinstance(c.func, ast.Name) and c.func.id in kernels}
+             for k, f in kernels.items()}
+    found = []
+    for k in kernels:
+        todo, seen = list(calls[k]), set()
+        while todo:
+            c = todo.pop()
+            if c not in seen:
+                seen.add(c)
+                todo += calls[c]
+        if k in seen:
+            found.append(k)
+    return found
+
+
+def test_no_kernel_is_recursive():
+    """numba's cache cannot reload a kernel that calls a recursive kernel (a process loading
+    ``step_one`` from the cache crashed when ``np_sum`` was recursive): none may recurse."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    files = [p for pattern in KERNEL_FILES for p in sorted(root.glob(pattern))]
+    assert len(files) > 10
+    found = {str(p.relative_to(root)): r for p in files
+             if (r := _recursive_kernels(p.read_text()))}
+    assert not found, f"recursive kernels: {found}"
+    # the scan finds recursion where there is some (the former pairwise sum of the baselines)
+    assert _recursive_kernels("@numba.njit(cache=True)\ndef s(a):\n    return s(a[1:]) if a.size "
+                              "else 0.0\n") == ["s"]
