@@ -109,11 +109,11 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
-    L = inst.n_types
+    L, k = inst.n_types, inst.kernel_arrays
     type_gain, type_pen, k_star = np.empty(L), np.empty(L), np.empty(L, dtype=np.int64)
     gain, penalty = _reward_kernel(
-        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), inst.edge_codes,
-        inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, type_gain,
+        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), k.codes,
+        k.alpha, k.reciprocal_scale, k.type_starts, k.beta, type_gain,
         type_pen, k_star)
     return RewardParts(gain - penalty, gain, penalty, type_gain, type_pen, k_star)
 
@@ -153,9 +153,10 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
     ``dq/dy_(l,r)^k = x_l (f_r^k'(y) - beta_k 1{k == k*_l})`` with ``k*_l`` the lowest-index
     maximiser of ``beta_k Y_l^k`` (applied to every channel of type ``l``).
     """
+    k = inst.kernel_arrays
     return _supergradient_kernel(
-        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), inst.edge_codes,
-        inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta, 0.0, False)
+        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), k.codes,
+        k.alpha, k.reciprocal_scale, k.type_starts, k.beta, 0.0, False)
 
 
 @numba.njit(cache=True)
@@ -208,7 +209,7 @@ def project_grouped(
     if method == "exact":
         y, load = np.empty(shape), np.empty((inst.n_instances, inst.n_resources))
         zz = np.ascontiguousarray(z, dtype=np.float64).reshape(shape)
-        _project_slots(zz, *inst.projection_plan, y, load)
+        _project_slots(zz, *inst.kernel_arrays.plan, y, load)
         return y, load
     if method == "paper":
         zt = np.asarray(z, dtype=np.float64).ravel()[inst.group_gather]
@@ -242,10 +243,10 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
                 ) -> np.ndarray:
     """OgaSched's update ``Pi_Y(y + eta * grad_q(x, y))`` (spec ogasched (31)-(32)) with the
     exact projection, in one compiled call; ``y`` ``(E, K)``, ``eta`` > 0."""
+    k = inst.kernel_arrays
     return _ascent_kernel(
         np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), float(eta),
-        inst.edge_codes, inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts,
-        inst.beta, tuple(inst.projection_plan), inst.n_instances)
+        k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, k.plan, inst.n_instances)
 
 
 @dataclass(frozen=True)
@@ -331,8 +332,9 @@ def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray, thread
     n = zz.shape[0]
     xx = np.ascontiguousarray(x, dtype=np.float64).reshape(n, -1)
     y, util, stats = np.empty((n, E, K)), np.empty((n, R, K)), np.empty((n, 3))
-    model = (tuple(inst.projection_plan), inst.inverse_capacities, inst.edge_codes,
-             inst.edge_alpha, float(inst.reciprocal_scale), inst.type_starts, inst.beta)
+    k = inst.kernel_arrays
+    model = (k.plan, k.inverse_capacities, k.codes, k.alpha, k.reciprocal_scale, k.type_starts,
+             k.beta)
 
     def run(lo: int, hi: int) -> None:
         _score_batch(zz[lo:hi], xx[lo:hi], *model, y[lo:hi], util[lo:hi], stats[lo:hi])
@@ -393,12 +395,11 @@ def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray
     values), ``x`` ``(L,)``. Returns ``(bad, y (E, K), utilization (R, K), stats (4,))`` with
     ``stats = (projection distance, gain, penalty, clip amount)``; ``bad`` is the index of the
     first non-finite entry of ``a`` (then the other outputs are garbage) or -1."""
+    k = inst.kernel_arrays
     y = np.empty(inst.edge_caps.shape)
     util, stats = np.empty(inst.capacities.shape), np.empty(4)
-    bad = _step_allocation(a, x, inst.edge_caps.reshape(-1), tuple(inst.projection_plan),
-                           inst.inverse_capacities, inst.edge_codes, inst.edge_alpha,
-                           float(inst.reciprocal_scale), inst.type_starts, inst.beta, y, util,
-                           stats)
+    bad = _step_allocation(a, x, k.upper, k.plan, k.inverse_capacities, k.codes, k.alpha,
+                           k.reciprocal_scale, k.type_starts, k.beta, y, util, stats)
     return bad, y, util, stats
 
 

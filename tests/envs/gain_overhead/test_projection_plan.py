@@ -62,3 +62,22 @@ def test_plan_projection_equals_per_group_projection(seed, density):
         ref = project_capped_simplex(z[e].T, inst.edge_caps[e].T, inst.capacities[r])
         assert y[e].T.tobytes() == ref.tobytes()  # the same kernel: the same bits
         np.testing.assert_allclose(load[r], y[e].sum(axis=0), rtol=1e-15, atol=1e-15)
+
+
+def test_kernel_arrays_are_copies_the_kernels_leave_unchanged():
+    inst = generate({**DEFAULTS, "n_instances": 16, "utility": "mixed"}, 1)
+    k = inst.kernel_arrays
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1.5, 1.5, inst.edge_caps.size)
+    x = np.ones(inst.n_types)
+    dynamics.score_action(inst, a, x)
+    dynamics.ascent_step(inst, x, dynamics.project(inst, inst.edge_caps), 0.3)
+    dynamics.score_batch(inst, np.stack([inst.edge_caps] * 3), np.ones((3, inst.n_types)))
+    pairs = [(k.inverse_capacities, inst.inverse_capacities), (k.codes, inst.edge_codes),
+             (k.alpha, inst.edge_alpha), (k.type_starts, inst.type_starts), (k.beta, inst.beta),
+             (k.upper, inst.edge_caps.reshape(-1))]
+    pairs += list(zip(k.plan, inst.projection_plan, strict=True))
+    for mine, theirs in pairs:
+        assert mine.tobytes() == theirs.tobytes() and mine.dtype == theirs.dtype
+        assert not np.shares_memory(mine, theirs) and not theirs.flags.writeable
+    assert k.reciprocal_scale == inst.reciprocal_scale
