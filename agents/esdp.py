@@ -154,8 +154,9 @@ class ESDP(Agent):
         self.cap_states = int(np.prod(self.capacities + 1))
         self.port_of_edge = np.asarray(inst.port_of_edge)
         # most edges that fit together: bounds the reachable budget level
-        self.n_max = int(knapsack_01(np.ones(inst.n_edges), self.requests,
-                                     self.capacities)[1].sum())
+        ones = np.ones(inst.n_edges)
+        ones.setflags(write=False)  # read-only as the oracle's values: one compiled knapsack
+        self.n_max = int(knapsack_01(ones, self.requests, self.capacities)[1].sum())
         #: diagnostics of the last decision (t, eta, budget levels, DP states, s*, x_P4)
         self.last: dict[str, Any] = {}
 

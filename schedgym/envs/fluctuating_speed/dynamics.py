@@ -86,7 +86,8 @@ def open_waits(origin: np.ndarray, arrivals: np.ndarray, t: int) -> np.ndarray:
     ``origin`` is float ``(L,)``: arrival slot of the oldest unserved job, ``-1`` if none.
     """
     o = np.array(origin, dtype=np.float64, copy=True)
-    _open_waits(o, np.asarray(arrivals, dtype=np.float64), t)
+    # a writable copy, like the rows the step passes: one compiled _open_waits
+    _open_waits(o, np.array(arrivals, dtype=np.float64), t)
     return o
 
 
@@ -203,7 +204,8 @@ def slot_tables(inst: FluctuatingSpeedInstance) -> SlotTables:
     return SlotTables(np.ascontiguousarray(inst.requests, dtype=np.int64),
                       np.ascontiguousarray(inst.capacities, dtype=np.int64),
                       np.ascontiguousarray(inst.cost, dtype=np.float64),
-                      np.ascontiguousarray(inst.theta, dtype=np.float64),
+                      np.array(inst.theta, dtype=np.float64),  # writable, as the other
+                      # vectors slot_kernel dots with x: one compiled _dot
                       np.ascontiguousarray(inst.port_of_edge, dtype=np.int64))
 
 
@@ -306,7 +308,7 @@ def slot_kernel(action: np.ndarray, arrivals: np.ndarray, zraw: np.ndarray, tabs
     out[N_MASKED] = n_mask
     out[N_REPAIRED] = n_rep
     out[UTIL_MEAN] = u
-    out[ORACLE_REALISED] = _dot(oracle_x, znet)
+    out[ORACLE_REALISED] = _dot(oracle_x.copy(), znet)  # writable as x: one compiled _dot
     return OK
 
 

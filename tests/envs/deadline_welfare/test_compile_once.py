@@ -47,21 +47,66 @@ for mod in (dynamics, generator, pcg, pricing, streams, types, vector, onsocmax,
 print(json.dumps(out))
 """
 
+_FS_WORKLOAD = r"""
+import json, gymnasium as gym, numpy as np, schedgym
+from schedgym import agents
+from schedgym.agents import esdp
+from schedgym.agents.baselines import fluctuating_speed as bl
+from schedgym.core import knapsack
+from schedgym.envs.fluctuating_speed import dynamics, vector
+
+for kw in ({}, {"compute_oracle": False}):
+    env = gym.make("schedgym/FluctuatingSpeed-v0", horizon=30, **kw)
+    for name in ("esdp", "hauf", "lcf", "lwtf", "oracle", None):
+        obs, _ = env.reset(seed=1)
+        ag = agents.make(name, env) if name else None
+        done = False
+        while not done:
+            a = ag.predict(obs)[0] if ag else env.action_space.sample()
+            obs, _, term, trunc, _ = env.step(a)
+            done = term or trunc
+    vec = gym.make_vec("schedgym/FluctuatingSpeed-v0", num_envs=3, horizon=5,
+                       vectorization_mode="vector_entry_point", **kw)
+    vec.reset(seed=0)
+    for _ in range(12):
+        vec.step(np.stack([env.action_space.sample() for _ in range(3)]))
+out = {}
+for mod in (dynamics, vector, esdp, bl, knapsack):
+    for name, f in vars(mod).items():
+        if hasattr(f, "signatures") and getattr(f, "py_func", None) is not None \
+                and f.py_func.__module__ == mod.__name__:
+            out[f"{mod.__name__.split('.')[-1]}.{name}"] = [str(s) for s in f.signatures]
+print(json.dumps(out))
+"""
+
 #: Kernels that legitimately hold two specialisations: the dispatch decode takes the single
 #: env's float32 action and the vector env's float64 actions (validated as float64, so an
 #: action too large for float32 is clipped rather than refused).
 ALLOWED = {"dynamics.decode_dispatch": 2}
 
 
-def test_every_kernel_is_compiled_once_without_literal_arguments():
-    res = subprocess.run([sys.executable, "-c", _WORKLOAD], capture_output=True, text=True,
+def _signatures(workload: str) -> dict[str, list[str]]:
+    res = subprocess.run([sys.executable, "-c", workload], capture_output=True, text=True,
                          check=True)
-    sigs = json.loads(res.stdout.strip().splitlines()[-1])
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_every_kernel_is_compiled_once_without_literal_arguments():
+    sigs = _signatures(_WORKLOAD)
     assert "onsocmax._x_unit" in sigs and "dynamics.apply_one" in sigs  # the scan saw them
     literal = {k: v for k, v in sigs.items() if any("Literal" in s for s in v)}
     assert not literal, f"kernels specialised on a literal argument: {literal}"
     extra = {k: v for k, v in sigs.items() if len(v) > ALLOWED.get(k, 1)}
     assert not extra, f"kernels compiled more than once: {extra}"
+
+
+def test_fluctuating_speed_kernels_are_compiled_once():
+    """The same for FluctuatingSpeed-v0 (with and without the oracle), its vector env, ESDP,
+    HAUF, LCF, LWTF, the oracle and the knapsack they share."""
+    sigs = _signatures(_FS_WORKLOAD)
+    assert "dynamics.slot_kernel" in sigs and "knapsack._knapsack_kernel" in sigs
+    bad = {k: v for k, v in sigs.items() if len(v) > 1 or any("Literal" in s for s in v)}
+    assert not bad, f"kernels compiled more than once or for a literal argument: {bad}"
 
 
 #: Modules with kernels of DeadlineWelfare, FluctuatingSpeed and their agents.
