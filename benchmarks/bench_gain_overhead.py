@@ -198,9 +198,9 @@ class _CallTimer:
         self.spent, self.calls = 0.0, 0
 
     def _timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
             c0 = time.process_time()
-            out = fn(*args)
+            out = fn(*args, **kwargs)
             self.spent += time.process_time() - c0
             self.calls += 1
             return out
