@@ -283,12 +283,6 @@ def throughput(steps: int) -> None:
                     split[f"x{n_vec} native, {label} actions"] = kernel_split(
                         lambda v=venv, a=acts, n=n: vec_rate(v, a, n),  # type: ignore[misc]
                         n_vec)
-    threaded = gym.make_vec(ENV_ID, num_envs=64, vectorization_mode="vector_entry_point",
-                            num_threads=2)
-    acts = [np.stack([rand[(i + j) % 64] for j in range(64)]) for i in range(8)]
-    wall, cpu = vec_rate(threaded, acts, max(steps // 64, 20))
-    print(f"{'  x64 vector_entry_point, random, 2 threads':46s} {wall:9.0f} {cpu:9.0f} "
-          f"{wall / cart_rates[0]:17.3f}  <- wall-clock ratio (CPU time is shared by the threads)")
     print(f"\n{'CPU us per env-step (a second run, timed inside)':50s} {'step':>7s} "
           f"{'kernel':>7s} {'rest':>7s}")
     for label, (step_us, kernel_us) in split.items():

@@ -19,8 +19,6 @@ env (one copy = a batch of one, so both give the same bits).
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -289,64 +287,33 @@ def _score_one(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
                                         work[1], k_star)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def _score_batch(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
                  codes: np.ndarray, alpha: np.ndarray,
                  s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
                  util: np.ndarray, stats: np.ndarray) -> None:
-    """:func:`_score_one` for each copy ``i`` of ``z`` (N, E, K) against ``x[i]``; releases the
-    GIL (copies are independent: :func:`score_batch` may run slices of them in threads)."""
+    """:func:`_score_one` for each copy ``i`` of ``z`` (N, E, K) against ``x[i]``."""
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
     for i in range(z.shape[0]):
         _score_one(z[i], x[i], plan, inv_cap, codes, alpha, s, type_starts, beta, y[i],
                    util[i], stats[i], work, ks)
 
 
-#: Thread pools of :func:`score_batch` by number of threads, each with the process that made it
-#: (a forked child makes its own: threads do not survive a fork).
-_POOLS: dict[int, tuple[int, ThreadPoolExecutor]] = {}
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    pid, pool = _POOLS.get(threads, (-1, None))
-    if pool is None or pid != os.getpid():
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="schedgym-score")
-        _POOLS[threads] = (os.getpid(), pool)
-    return pool
-
-
-def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray, threads: int = 1
-                ) -> BatchOutcome:
+def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
     """Project ``z`` ``(N, E, K)`` (pre-projection allocations in resource units, e.g. decoded
     actions) onto Y and score each copy against its arrivals ``x`` ``(N, L)``.
 
     The vector env's step; the single env's (:func:`score_action`) runs the same compiled
-    formula, so one copy gives the same bits as N. ``threads > 1`` splits the copies into that
-    many contiguous slices scored at once in a thread pool (the kernel releases the GIL): the
-    same bits, less wall-clock time on several cores, the same CPU time.
+    formula, so one copy gives the same bits as N.
     """
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"threads={threads!r} is invalid: must be an integer >= 1")
     E, K, R = inst.n_edges, inst.n_resources, inst.n_instances
     zz = np.ascontiguousarray(z, dtype=np.float64).reshape(-1, E, K)
     n = zz.shape[0]
-    xx = np.ascontiguousarray(x, dtype=np.float64).reshape(n, -1)
     y, util, stats = np.empty((n, E, K)), np.empty((n, R, K)), np.empty((n, 3))
     k = inst.kernel_arrays
-    model = (k.plan, k.inverse_capacities, k.codes, k.alpha, k.reciprocal_scale, k.type_starts,
-             k.beta)
-
-    def run(lo: int, hi: int) -> None:
-        _score_batch(zz[lo:hi], xx[lo:hi], *model, y[lo:hi], util[lo:hi], stats[lo:hi])
-
-    parts = min(int(threads), n)
-    if parts <= 1:
-        run(0, n)
-    else:
-        cuts = [n * j // parts for j in range(parts + 1)]
-        jobs = [_pool(parts).submit(run, cuts[j], cuts[j + 1]) for j in range(parts)]
-        for job in jobs:
-            job.result()
+    _score_batch(zz, np.ascontiguousarray(x, dtype=np.float64).reshape(n, -1), k.plan,
+                 k.inverse_capacities, k.codes, k.alpha, k.reciprocal_scale, k.type_starts,
+                 k.beta, y, util, stats)
     return BatchOutcome(y, util, stats[:, 0], stats[:, 1], stats[:, 2])
 
 

@@ -108,7 +108,7 @@ class KernelArrays(NamedTuple):
         upper: ``(E K,)``, the per-channel caps flat (the allocation decode's upper bounds).
     """
 
-    plan: tuple[np.ndarray, ...]
+    plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     inverse_capacities: np.ndarray
     codes: np.ndarray
     alpha: np.ndarray
@@ -265,7 +265,9 @@ class GainOverheadInstance:
     def kernel_arrays(self) -> KernelArrays:
         """Writable copies of the arrays the compiled step reads (see :class:`KernelArrays`);
         internal to :mod:`.dynamics`."""
-        return KernelArrays(tuple(np.array(a) for a in self.projection_plan),
+        p = self.projection_plan
+        return KernelArrays((np.array(p.entries), np.array(p.groups), np.array(p.per_size),
+                             np.array(p.caps), np.array(p.capacity)),
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),

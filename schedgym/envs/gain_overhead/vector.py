@@ -17,10 +17,7 @@ rewards (bit for bit), terminated/truncated flags and infos, across autoresets t
   ``arrivals`` ``(N, L)`` and ``allocation`` ``(N, |E|, K)``;
 - ``render()`` returns one frame per copy (a tuple, as ``SyncVectorEnv``) when constructed with
   ``render_mode="ansi"`` or ``"rgb_array"``;
-- ``step()`` before ``reset()`` raises ``gymnasium.error.ResetNeeded``;
-- ``num_threads=k`` (default 1) scores the copies' projection and reward in ``k`` threads
-  (the kernel releases the GIL): less wall-clock time per step on ``k`` free cores, the same
-  results bit for bit and the same CPU time.
+- ``step()`` before ``reset()`` raises ``gymnasium.error.ResetNeeded``.
 
 How: the copies are single :class:`GainOverheadEnv` objects that share the instance (shallow
 copies of one); resets go through them (seeding, the arrival draw, the reset info), so a reset
@@ -61,11 +58,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP,
                 "render_modes": GainOverheadEnv.metadata["render_modes"]}
 
-    def __init__(self, num_envs: int = 1, render_mode: str | None = None, num_threads: int = 1,
-                 **kwargs: Any) -> None:
+    def __init__(self, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any) -> None:
         self.num_envs = check_int("num_envs", num_envs, min_value=1)
-        #: Threads scoring slices of the copies at once (:func:`.dynamics.score_batch`).
-        self.num_threads = check_int("num_threads", num_threads, min_value=1)
         first = GainOverheadEnv(render_mode=render_mode, **kwargs)  # validates everything
         self._envs: list[GainOverheadEnv] = [first] + [copy.copy(first)
                                                        for _ in range(self.num_envs - 1)]
@@ -231,7 +225,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._check_finite(a, live)
         x = self._padded[live, slots + 1]
         z, clip = self._decode(live, a, x)
-        out = dynamics.score_batch(self.instance, z, x, threads=self.num_threads)
+        out = dynamics.score_batch(self.instance, z, x)
         util = out.utilization.reshape(live.size, -1)
         self._t[live] = slots + 1
         if live.size == N:
