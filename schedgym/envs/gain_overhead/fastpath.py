@@ -11,11 +11,17 @@ entry widens to float64 exactly before anything else, as the single env's ``as_a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
-from schedgym.envs.deadline_welfare.dynamics import np_sum
+from schedgym.core.pairwise import np_sum
 from schedgym.envs.gain_overhead.dynamics import clip_decode_unit
+
+#: A start index that numba types as int64, not as the literal 0 (a literal argument compiles
+#: a second specialisation of ``np_sum``).
+_ZERO: Any = np.int64(0)
 
 
 @numba.njit(cache=True)
@@ -74,10 +80,10 @@ def float32_and_sum(src: np.ndarray, out: np.ndarray) -> float:
     float32 of ``src.size``) and return ``float(np.add.reduce(src.ravel()))`` with numpy's bits:
     the step's utilization observation and the numerator of ``info["utilization"]`` in one call.
 
-    The sum is :func:`~schedgym.envs.deadline_welfare.dynamics.np_sum` (numpy's pairwise order)
+    The sum is :func:`~schedgym.core.pairwise.np_sum` (numpy's pairwise order)
     added to 0.0, numpy's starting value of the reduction (which turns a ``-0.0`` total into
     ``0.0``, as ``np.add.reduce`` gives)."""
     flat = src.reshape(src.size)
     for i in range(flat.size):
         out[i] = flat[i]
-    return 0.0 + np_sum(flat, 0, flat.size)
+    return 0.0 + np_sum(flat, _ZERO, flat.size)

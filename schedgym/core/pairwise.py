@@ -1,0 +1,87 @@
+"""numpy's pairwise summation as a compiled kernel, bit for bit.
+
+``a.sum()`` of a float64 array adds in numpy's pairwise order (blocks of at most 128 entries
+summed with 8 interleaved partial sums, larger ranges split in halves). Kernels that must
+reproduce a total a numpy-era run published (DeadlineWelfare's welfare and utilisation, the
+GainOverhead env's ``info["utilization"]``) call :func:`np_sum` here; tested against numpy in
+``tests/envs/deadline_welfare/test_compiled_draws.py``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _sum_block(a: np.ndarray, lo: int, n: int) -> float:
+    """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: a plain loop below 8, else 8
+    interleaved partial sums combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,
+    then the rest one by one."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        j = lo + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for k in range(i, n):
+        res += a[lo + k]
+    return res
+
+
+@numba.njit(cache=True)
+def np_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """``a[lo:lo + n].sum()`` of a 1-D float64 array, bit for bit as numpy adds (its pairwise
+    summation: blocks of at most 128 by :func:`_sum_block`, above that the two halves - the
+    first rounded down to a multiple of 8 - summed apart and added), so a compiled total equals
+    the numpy one the published runs used. Iterative (an explicit stack: numba's cache cannot
+    reload a caller of a recursive kernel)."""
+    if n <= 128:
+        return _sum_block(a, lo, n)
+    n2 = n // 2
+    n2 -= n2 % 8
+    if n - n2 <= 128:  # one split (up to 256 entries, e.g. the default mesh's 240 units)
+        return _sum_block(a, lo, n2) + _sum_block(a, lo + n2, n - n2)
+    los = np.empty(128, dtype=np.int64)
+    ns = np.empty(128, dtype=np.int64)
+    state = np.empty(128, dtype=np.int64)
+    state[0] = 0
+    vals = np.empty(128)
+    top, vtop = 0, 0
+    los[0], ns[0] = lo, n
+    while top >= 0:
+        m = ns[top]
+        if m <= 128:
+            vals[vtop] = _sum_block(a, los[top], m)
+            vtop += 1
+            top -= 1
+            continue
+        n2 = m // 2
+        n2 -= n2 % 8
+        if state[top] == 0:  # first half next
+            state[top] = 1
+            los[top + 1], ns[top + 1], state[top + 1] = los[top], n2, 0
+            top += 1
+        elif state[top] == 1:  # then the second half
+            state[top] = 2
+            los[top + 1], ns[top + 1], state[top + 1] = los[top] + n2, m - n2, 0
+            top += 1
+        else:  # both done: first + second
+            vals[vtop - 2] = vals[vtop - 2] + vals[vtop - 1]
+            vtop -= 1
+            top -= 1
+    return vals[0]
