@@ -22,6 +22,7 @@ from schedgym.agents import onsocmax
 from schedgym.agents.baselines import deadline_welfare as bl
 from schedgym.envs.deadline_welfare import dynamics, generator, pcg, pricing, streams, types
 from schedgym.envs.deadline_welfare import vector
+from schedgym.core import pairwise
 
 for u in ("linear", "log", "sqrt"):
     env = gym.make("schedgym/DeadlineWelfare-v0", utility=u, n_jobs=6)
@@ -39,7 +40,7 @@ for u in ("linear", "log", "sqrt"):
     for _ in range(6):
         vec.step(vec.action_space.sample())
 out = {}
-for mod in (dynamics, generator, pcg, pricing, streams, types, vector, onsocmax, bl):
+for mod in (dynamics, generator, pcg, pricing, streams, types, vector, onsocmax, bl, pairwise):
     for name, f in vars(mod).items():
         if hasattr(f, "signatures") and getattr(f, "py_func", None) is not None \
                 and f.py_func.__module__ == mod.__name__:
