@@ -18,7 +18,9 @@ Prints, on this machine and in one process (``schedgym bench gain_overhead`` run
 5. with ``--large-scale``: the same for ``large-scale`` (100 x 1024 x 6, T=10,000).
 
 Rates are in wall-clock and in CPU time of this process (``time.process_time``); ratios use CPU
-time on both sides, which stays meaningful when other work shares the machine.
+time on both sides, which stays meaningful when other work shares the machine. Every env rate
+(CartPole's too) is the fastest of 5 consecutive chunks of its run: on the shared host a mean
+over the whole run moved a ratio by up to 2x between runs.
 
 Usage: ``python benchmarks/bench_gain_overhead.py [--steps N] [--authors PATH]
 [--skip-headline] [--large-scale]``
@@ -27,6 +29,7 @@ Usage: ``python benchmarks/bench_gain_overhead.py [--steps N] [--authors PATH]
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import re
@@ -76,16 +79,28 @@ def compile_time() -> list[tuple[float, float]]:
     return runs
 
 
-def rate(step: Callable[[int], Any], n: int, per_call: int = 1) -> tuple[float, float]:
-    """(wall-clock, CPU-time) items per second of ``step(i)`` over ``i < n``."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    for i in range(n):
-        step(i)
-    return (n * per_call / (time.perf_counter() - t0),
-            n * per_call / max(time.process_time() - c0, 1e-9))
+#: Consecutive chunks of every rate; the fastest counts (see :func:`rate`).
+CHUNKS = 5
 
 
-def env_rate(env: gym.Env, actions: list, n: int) -> tuple[float, float]:
+def rate(step: Callable[[int], Any], n: int, per_call: int = 1, chunks: int = CHUNKS
+         ) -> tuple[float, float]:
+    """(wall-clock, CPU-time) items per second of ``step(i)`` over ``i < n``, each the fastest
+    of ``chunks`` consecutive chunks of ``n / chunks`` calls: the min of trials, which
+    estimates the undisturbed speed on a shared host (a mean over the whole run moved a ratio
+    by up to 2x between runs); CartPole and every schedgym figure are measured the same way."""
+    size = max(n // chunks, 1)
+    wall = cpu = math.inf
+    for chunk in range(chunks):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for i in range(chunk * size, (chunk + 1) * size):
+            step(i)
+        wall = min(wall, time.perf_counter() - t0)
+        cpu = min(cpu, time.process_time() - c0)
+    return size * per_call / wall, size * per_call / max(cpu, 1e-9)
+
+
+def env_rate(env: gym.Env, actions: list, n: int, chunks: int = CHUNKS) -> tuple[float, float]:
     """Steps/s of ``env`` over the pre-generated ``actions`` (one untimed step first, so that a
     kernel compiled or loaded on first use is not counted; compile time is reported apart)."""
     env.reset(seed=0)
@@ -97,15 +112,16 @@ def env_rate(env: gym.Env, actions: list, n: int) -> tuple[float, float]:
         if term or trunc:
             env.reset()
 
-    return rate(step, n)
+    return rate(step, n, chunks=chunks)
 
 
-def vec_rate(venv: gym.vector.VectorEnv, actions: list, n: int) -> tuple[float, float]:
+def vec_rate(venv: gym.vector.VectorEnv, actions: list, n: int, chunks: int = CHUNKS
+             ) -> tuple[float, float]:
     """Env-steps/s of the batched ``venv`` (one untimed step first, as :func:`env_rate`)."""
     venv.reset(seed=0)
     venv.step(actions[0])
     venv.reset(seed=0)
-    return rate(lambda i: venv.step(actions[i % len(actions)]), n, venv.num_envs)
+    return rate(lambda i: venv.step(actions[i % len(actions)]), n, venv.num_envs, chunks)
 
 
 def fairness_actions(env: gym.Env, n: int) -> list[np.ndarray]:
@@ -228,8 +244,9 @@ def kernel_split(run: Callable[[], tuple[float, float]], per_call: int = 1) -> t
     :func:`vec_rate` call) with :func:`dynamics.score_action` and :func:`dynamics.score_batch`
     (the compiled projection + reward the env calls) timed in place: the same calls on the same
     actions and arrivals, so ``step - kernel`` is the Python around them (checks, decode,
-    observation, info, wrappers). The timer's own cost is taken off both figures. The kernel's
-    mean includes ``run``'s one untimed warm-up step."""
+    observation, info, wrappers). The timer's own cost is taken off both figures. Both are means
+    over the whole run (``run`` measures one chunk), so they compare; the kernel's mean includes
+    ``run``'s one untimed warm-up step."""
     from schedgym.envs.gain_overhead import dynamics
 
     with _CallTimer(dynamics, ("score_action", "score_batch")) as timer:
@@ -271,7 +288,7 @@ def throughput(steps: int) -> None:
     for label, pool in (("random", rand), ("Fairness", fair)):
         row(f"GainOverhead-v0, {label} actions", env_rate(env, pool, steps))
         split[f"single env, {label} actions"] = kernel_split(
-            lambda pool=pool: env_rate(env, pool, steps))  # type: ignore[misc]
+            lambda pool=pool: env_rate(env, pool, steps, 1))  # type: ignore[misc]
     for n_vec, modes in ((64, ("vector_entry_point", "sync")),):
         for mode in modes:
             venv = gym.make_vec(ENV_ID, num_envs=n_vec, vectorization_mode=mode)
@@ -281,7 +298,7 @@ def throughput(steps: int) -> None:
                 row(f"  x{n_vec} {mode}, {label} actions", vec_rate(venv, acts, n))
                 if mode == "vector_entry_point":
                     split[f"x{n_vec} native, {label} actions"] = kernel_split(
-                        lambda v=venv, a=acts, n=n: vec_rate(v, a, n),  # type: ignore[misc]
+                        lambda v=venv, a=acts, n=n: vec_rate(v, a, n, 1),  # type: ignore[misc]
                         n_vec)
     print(f"\n{'CPU us per env-step (a second run, timed inside)':50s} {'step':>7s} "
           f"{'kernel':>7s} {'rest':>7s}")
