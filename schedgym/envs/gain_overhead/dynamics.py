@@ -164,30 +164,27 @@ def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_s
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
     ``entries, groups, per_size, caps, capacity``: the fields of the instance's
-    :class:`~.types.ProjectionPlan`. ``z`` is permuted into the plan's block buffer (the groups
-    of the instances with ``n`` channels are the columns of one ``(n, G_n)`` block), which
-    :func:`~schedgym.core.projection.project_block` projects block by block, and the result is
-    permuted back.
+    :class:`~.types.ProjectionPlan`, from its writable copies (``kernel_arrays.plan``: with the
+    read-only originals numba would compile the whole solver a second time). ``z`` is permuted
+    into the plan's block buffer (the groups of the instances with ``n`` channels are the
+    columns of one ``(n, G_n)`` block), which :func:`~schedgym.core.projection.project_block`
+    projects block by block, and the result is permuted back.
     """
     zf, yf, lf = z.reshape(-1), y.reshape(-1), load.reshape(-1)
     n_res, size, n_cols = z.shape[1], entries.size, capacity.size
-    buf = np.empty(3 * size + (3 + WORK_ROWS) * n_cols)
-    zb, vb, ab = buf[:size], buf[size:2 * size], buf[2 * size:3 * size]
-    cb, lb = buf[3 * size:3 * size + n_cols], buf[3 * size + n_cols:3 * size + 2 * n_cols]
-    work = buf[3 * size + 2 * n_cols:]
+    buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
+    zb, vb = buf[:size], buf[size:2 * size]
+    lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
     for p in range(size):
         zb[p] = zf[entries[p]]
-        ab[p] = caps[p]  # writable copies: one compiled project_block serves every caller
-    for q in range(n_cols):
-        cb[q] = capacity[q]
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
         if n_groups == 0:
             continue
         block, cols = slice(at, at + n * n_groups), slice(at_g, at_g + n_groups)
-        project_block(zb[block].reshape((n, n_groups)), ab[block].reshape((n, n_groups)),
-                      cb[cols], vb[block].reshape((n, n_groups)), lb[cols],
+        project_block(zb[block].reshape((n, n_groups)), caps[block].reshape((n, n_groups)),
+                      capacity[cols], vb[block].reshape((n, n_groups)), lb[cols],
                       work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
         at, at_g = at + n * n_groups, at_g + n_groups
     for p in range(size):
@@ -318,6 +315,18 @@ def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> Bat
 
 
 @numba.njit(cache=True)
+def all_finite(a: np.ndarray) -> bool:
+    """``np.isfinite(a).all()`` of a C-contiguous array without numpy's boolean temporary, in
+    a branch-free pass that vectorises (``v - v`` is 0 for a finite ``v``, NaN for NaN/inf)."""
+    flat = a.reshape(a.size)
+    ok = True
+    for i in range(flat.size):
+        v = flat[i]
+        ok &= (v - v) == 0.0
+    return ok
+
+
+@numba.njit(cache=True)
 def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
     ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the clip amount
@@ -341,10 +350,7 @@ def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, plan: tupl
                      y: np.ndarray, util: np.ndarray, stats: np.ndarray) -> int:
     """Finite check, clip, decode, projection and score of one ``"allocation"``-mode action in
     one call; returns the index of the first non-finite entry (nothing else done) or -1."""
-    n_bad = 0
-    for i in range(a.size):  # a count vectorises; the search stops only when there is one
-        n_bad += 0 if a[i] - a[i] == 0.0 else 1  # inf - inf and nan - nan are nan
-    if n_bad:
+    if not all_finite(a):  # a pass that vectorises; the search only when there is a bad entry
         for i in range(a.size):
             if not np.isfinite(a[i]):
                 return i

@@ -25,18 +25,6 @@ _ZERO: Any = np.int64(0)
 
 
 @numba.njit(cache=True)
-def all_finite(a: np.ndarray) -> bool:
-    """``np.isfinite(a).all()`` of a C-contiguous array without numpy's boolean temporary, in
-    a branch-free pass that vectorises (``v - v`` is 0 for a finite ``v``, NaN for NaN/inf)."""
-    flat = a.reshape(a.size)
-    ok = True
-    for i in range(flat.size):
-        v = flat[i]
-        ok &= (v - v) == 0.0
-    return ok
-
-
-@numba.njit(cache=True)
 def first_nonfinite(a: np.ndarray, rows: np.ndarray) -> int:
     """Flat index ``i * n + k`` of the first (row-major) NaN/inf entry of ``a`` ``(N, n)`` in
     the rows ``rows`` (increasing), or -1 when there is none."""

@@ -166,7 +166,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         """Raise for the first NaN/inf entry of the acting copies' rows ``a[live]`` (one
         vectorised test of the whole batch first; a non-finite action of a copy being reset is
         ignored, as ``SyncVectorEnv`` ignores that action)."""
-        if fastpath.all_finite(a):
+        if dynamics.all_finite(a):
             return
         bad = int(fastpath.first_nonfinite(a, live))
         if bad >= 0:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from schedgym.core.envbase import encode_unit
-from schedgym.envs.gain_overhead import fastpath
+from schedgym.envs.gain_overhead import dynamics, fastpath
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
 #: Lengths around numpy's pairwise-summation boundaries (8-way unrolling, blocks of 128, the
@@ -64,13 +64,13 @@ def test_all_finite_equals_numpy(dtype):
     a = rng.uniform(-1.5, 1.5, (5, 37)).astype(dtype)
     a[2, 3] = big  # finite extremes: v - v is 0
     a[4, 0] = -big
-    assert fastpath.all_finite(a) and np.isfinite(a).all()
+    assert dynamics.all_finite(a) and np.isfinite(a).all()
     for bad in (np.nan, np.inf, -np.inf):
         for where in ((0, 0), (3, 17), (4, 36)):
             b = a.copy()
             b[where] = bad
-            assert not fastpath.all_finite(b)
-    assert fastpath.all_finite(np.empty((0, 4), dtype=dtype))
+            assert not dynamics.all_finite(b)
+    assert dynamics.all_finite(np.empty((0, 4), dtype=dtype))
 
 
 @pytest.mark.parametrize("arrivals", ["revealed", "hidden"])
