@@ -15,9 +15,35 @@ import json
 import subprocess
 import sys
 
-_WORKLOAD = r"""
-import json, gymnasium as gym, numpy as np, schedgym
+#: Prepended to each workload: one episode per agent, and the kernels' compiled signatures.
+_HELPERS = r"""
+import json
 from schedgym import agents
+
+
+def play(env, names):
+    for name in names:  # one episode each (None: random actions)
+        obs, _ = env.reset(seed=1)
+        ag = agents.make(name, env) if name else None
+        done = False
+        while not done:
+            a = ag.predict(obs)[0] if ag else env.action_space.sample()
+            obs, _, term, trunc, _ = env.step(a)
+            done = term or trunc
+
+
+def report(*mods):
+    out = {}
+    for mod in mods:
+        for name, f in vars(mod).items():
+            if hasattr(f, "signatures") and getattr(f, "py_func", None) is not None \
+                    and f.py_func.__module__ == mod.__name__:
+                out[f"{mod.__name__.split('.')[-1]}.{name}"] = [str(s) for s in f.signatures]
+    print(json.dumps(out))
+"""
+
+_WORKLOAD = r"""
+import gymnasium as gym, numpy as np, schedgym
 from schedgym.agents import onsocmax
 from schedgym.agents.baselines import deadline_welfare as bl
 from schedgym.envs.deadline_welfare import dynamics, generator, pcg, pricing, streams, types
@@ -26,31 +52,17 @@ from schedgym.core import pairwise
 
 for u in ("linear", "log", "sqrt"):
     env = gym.make("schedgym/DeadlineWelfare-v0", utility=u, n_jobs=6)
-    for name in ("onsocmax", "max-first", "equal-share", "jsq", None):
-        obs, _ = env.reset(seed=1)
-        ag = agents.make(name, env) if name else None
-        done = False
-        while not done:
-            a = ag.predict(obs)[0] if ag else env.action_space.sample()
-            obs, _, term, trunc, _ = env.step(a)
-            done = term or trunc
+    play(env, ("onsocmax", "max-first", "equal-share", "jsq", None))
     vec = gym.make_vec("schedgym/DeadlineWelfare-v0", num_envs=3, utility=u, n_jobs=4,
                        vectorization_mode="vector_entry_point")
     vec.reset(seed=0)
     for _ in range(6):
         vec.step(vec.action_space.sample())
-out = {}
-for mod in (dynamics, generator, pcg, pricing, streams, types, vector, onsocmax, bl, pairwise):
-    for name, f in vars(mod).items():
-        if hasattr(f, "signatures") and getattr(f, "py_func", None) is not None \
-                and f.py_func.__module__ == mod.__name__:
-            out[f"{mod.__name__.split('.')[-1]}.{name}"] = [str(s) for s in f.signatures]
-print(json.dumps(out))
+report(dynamics, generator, pcg, pricing, streams, types, vector, onsocmax, bl, pairwise)
 """
 
 _FS_WORKLOAD = r"""
-import json, gymnasium as gym, numpy as np, schedgym
-from schedgym import agents
+import gymnasium as gym, numpy as np, schedgym
 from schedgym.agents import esdp
 from schedgym.agents.baselines import fluctuating_speed as bl
 from schedgym.core import knapsack
@@ -58,26 +70,13 @@ from schedgym.envs.fluctuating_speed import dynamics, vector
 
 for kw in ({}, {"compute_oracle": False}):
     env = gym.make("schedgym/FluctuatingSpeed-v0", horizon=30, **kw)
-    for name in ("esdp", "hauf", "lcf", "lwtf", "oracle", None):
-        obs, _ = env.reset(seed=1)
-        ag = agents.make(name, env) if name else None
-        done = False
-        while not done:
-            a = ag.predict(obs)[0] if ag else env.action_space.sample()
-            obs, _, term, trunc, _ = env.step(a)
-            done = term or trunc
+    play(env, ("esdp", "hauf", "lcf", "lwtf", "oracle", None))
     vec = gym.make_vec("schedgym/FluctuatingSpeed-v0", num_envs=3, horizon=5,
                        vectorization_mode="vector_entry_point", **kw)
     vec.reset(seed=0)
     for _ in range(12):
         vec.step(np.stack([env.action_space.sample() for _ in range(3)]))
-out = {}
-for mod in (dynamics, vector, esdp, bl, knapsack):
-    for name, f in vars(mod).items():
-        if hasattr(f, "signatures") and getattr(f, "py_func", None) is not None \
-                and f.py_func.__module__ == mod.__name__:
-            out[f"{mod.__name__.split('.')[-1]}.{name}"] = [str(s) for s in f.signatures]
-print(json.dumps(out))
+report(dynamics, vector, esdp, bl, knapsack)
 """
 
 #: Kernels that legitimately hold two specialisations: the dispatch decode takes the single
@@ -87,8 +86,8 @@ ALLOWED = {"dynamics.decode_dispatch": 2}
 
 
 def _signatures(workload: str) -> dict[str, list[str]]:
-    res = subprocess.run([sys.executable, "-c", workload], capture_output=True, text=True,
-                         check=True)
+    res = subprocess.run([sys.executable, "-c", _HELPERS + workload], capture_output=True,
+                         text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
