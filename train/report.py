@@ -3,7 +3,10 @@
 ``schedgym report RUN_DIR`` reprints the table of a ``compare`` or ``reproduce`` run folder
 (finished, interrupted or still running) and rewrites its summary files and plots from
 ``episodes.jsonl`` alone. ``compare`` and ``reproduce`` call the same code at their end, so the
-table of a resumed run is the table of an uninterrupted one.
+table of a resumed run is the table of an uninterrupted one. ``--out DIR`` writes the files into
+``DIR`` instead and leaves the run folder untouched (a run folder that is read-only, shared, or
+still being written by its run); ``DIR`` is created, and an existing one is refused unless it
+holds an earlier report of the same run (its ``report-source.json`` names the run).
 
 Ratios all run the same way, **agent / reference** (1.0 = as good as the reference; the
 competitive-ratio convention "optimum / agent" appears only in the files' ``<benchmark>_ratio``
@@ -269,26 +272,60 @@ def compare_title(meta: dict[str, Any]) -> str:
             f"{fmt_seeds(meta['seeds'])}{ov}")
 
 
+#: the file that marks a ``report --out`` folder and names the run it reports
+SOURCE = "report-source.json"
+
+
+def prepare_out(run_dir: Path, out: str | Path) -> Path:
+    """The folder ``out`` for a report of the run folder ``run_dir``, created if missing.
+
+    Raises ``ValueError`` (one line) if ``out`` is the run folder itself (omit ``--out`` for
+    that), is a file, is a non-empty folder that is not an earlier report of this run (so that
+    nothing a user made is overwritten), or cannot be created."""
+    out, run = Path(out), Path(run_dir).resolve()
+    if out.resolve() == run:
+        raise ValueError(f"out={str(out)!r} is invalid: it is the run folder itself; omit "
+                         "--out to rewrite the run folder's files")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out={str(out)!r} is invalid: it is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            source = json.loads((out / SOURCE).read_text())["run"]
+        except (OSError, ValueError, KeyError, TypeError):
+            source = None
+        if source != str(run):
+            raise ValueError(f"out={str(out)!r} is invalid: the folder exists and is not an "
+                             f"earlier report of {str(run)!r} (no matching {SOURCE}); choose "
+                             "another --out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / SOURCE).write_text(json.dumps({"run": str(run)}) + "\n")
+    except OSError as exc:
+        raise ValueError(f"out={str(out)!r} is not writable: {exc.strerror or exc}") from None
+    return out
+
+
 def report_compare(store: RunStore, plots: bool = True, quiet: bool = False,
-                   width: int | None = None) -> list[dict[str, Any]]:
-    """Rebuild a compare run's table, files and plots from its store; returns the rows."""
-    meta = store.meta
+                   width: int | None = None, out: Path | None = None) -> list[dict[str, Any]]:
+    """Rebuild a compare run's table, files and plots from its store into ``out`` (default: the
+    run folder); returns the rows."""
+    meta, out = store.meta, out or store.path
     results, bench = load(store)
     if not results:
         print(f"{store.path}: no finished episode yet")
         return []
     rows, legend = summarise(results, bench, meta.get("reference"))
-    files = write_outputs(store.path, results, rows, bench, meta, legend)
+    files = write_outputs(out, results, rows, bench, meta, legend)
     if not quiet:
-        print_table(rows, legend, compare_title(meta), f"{store.path}/summary.csv", width)
+        print_table(rows, legend, compare_title(meta), f"{out}/summary.csv", width)
     if plots:
         from schedgym.train.plots import curves_from_results, plot_curves
 
-        paths = plot_curves(curves_from_results(results), store.path, compare_title(meta),
+        paths = plot_curves(curves_from_results(results), out, compare_title(meta),
                             reference=meta.get("reference"))
         files += [p.name for p in paths]
     if not quiet:
-        print(f"wrote {store.path}/: " + ", ".join(files))
+        print(f"wrote {out}/: " + ", ".join(files))
     return rows
 
 
@@ -299,17 +336,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", help="a run folder written by schedgym compare or reproduce")
     p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
                    help="rewrite the plots too (default on)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write the files into DIR instead of the run folder (which is then "
+                   "left untouched); refused if DIR exists and is not an earlier report of "
+                   "this run")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run_dir, lock=False)
+    out = None if args.out is None else prepare_out(store.path, args.out)
     if store.meta.get("command") == "reproduce":
         from schedgym.train.reproduce import report_reproduce
 
-        report_reproduce(store)
+        report_reproduce(store, out=out)
         return 0
-    report_compare(store, plots=args.plots)
+    report_compare(store, plots=args.plots, out=out)
     return 0
 
 

@@ -429,18 +429,20 @@ def _new_store(args: argparse.Namespace) -> RunStore:
     return RunStore.create(out, meta, overwrite=args.overwrite)
 
 
-def report_reproduce(store: RunStore, quiet: bool = False) -> list[dict[str, Any]]:
-    """Rebuild ``rows.csv``, ``report.md`` and ``plot.png`` of a reproduce run from its store."""
-    meta = store.meta
+def report_reproduce(store: RunStore, quiet: bool = False, out: Path | None = None
+                     ) -> list[dict[str, Any]]:
+    """Rebuild ``rows.csv``, ``report.md`` and ``plot.png`` of a reproduce run from its store,
+    into ``out`` (default: the run folder)."""
+    meta, out = store.meta, out or store.path
     rows, runs = experiment_rows(store)
     if not rows:
         print(f"{store.path}: no finished episode yet")
         return rows
-    write_report(meta["experiment"], rows, runs, store.path, meta["seeds"],
+    write_report(meta["experiment"], rows, runs, out, meta["seeds"],
                  meta.get("cmdline", ""), meta["instance_seeds"])
     if not quiet:
-        print((store.path / "report.md").read_text())
-        print(f"wrote {store.path}/rows.csv, report.md, plot.png")
+        print((out / "report.md").read_text())
+        print(f"wrote {out}/rows.csv, report.md, plot.png")
     return rows
 
 

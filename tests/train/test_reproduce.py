@@ -159,6 +159,12 @@ def test_reproduce_runs_through_the_store_over_instances_and_resumes(tmp_path, c
     assert len(rows) == 1 + 4
     assert cli(["report", str(out)]) == 0
     assert "## arrival_prob" in capsys.readouterr().out
+    # --out: the same report elsewhere, the run folder untouched
+    mtimes = {f.name: f.stat().st_mtime_ns for f in out.iterdir()}
+    assert cli(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "rows.csv").read_text() == (out / "rows.csv").read_text()
+    assert (tmp_path / "rep" / "plot.png").is_file()
+    assert {f.name: f.stat().st_mtime_ns for f in out.iterdir()} == mtimes
 
 
 def test_benchmark_gap_metric_is_the_regret_per_episode(tmp_path):

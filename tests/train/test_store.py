@@ -134,6 +134,31 @@ def test_report_rebuilds_the_table_and_files_from_the_store(tmp_path, capsys):
     assert meta["agents"] == ["drf", "random"] and meta["seeds"] == [0, 1]
 
 
+def test_report_out_writes_elsewhere_and_never_overwrites_a_foreign_folder(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli(["compare", GO, "--agents", "drf,random", "--seeds", "0-1", *SMALL, "--out",
+                str(run), "--workers", "1", "--quiet", "--no-plots"]) == 0
+    before = {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()}
+    out = tmp_path / "rep" / "a"
+    for _ in range(2):  # a second report into the same folder rewrites it
+        assert cli(["report", str(run), "--no-plots", "--out", str(out)]) == 0
+    assert (out / "summary.csv").read_bytes() == before["summary.csv"]
+    assert {"episodes.csv", "summary.json", "curves.npz"} <= {f.name for f in out.iterdir()}
+    assert {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()} == before
+    # another run's report folder, a user's folder, the run folder itself: refused, one line
+    capsys.readouterr()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    for bad, why in ((mine, "not an earlier report of"), (run, "the run folder itself"),
+                     (mine / "notes.txt", "is a file")):
+        assert cli(["report", str(run), "--no-plots", "--out", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"out={str(bad)!r} is invalid: " in err and why in err, err
+    assert (mine / "notes.txt").read_text() == "keep" and sorted(mine.iterdir()) == [
+        mine / "notes.txt"]
+
+
 def test_two_concurrent_runs_with_the_same_arguments_never_share_a_folder(tmp_path):
     out = tmp_path / "same"
     cmd = [sys.executable, HELPER, "compare", GO, "--agents", "drf", "--seeds", "0-1", *SMALL,
