@@ -77,12 +77,11 @@ def map_flat(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.ndarr
     """``f'(y)`` (``derivative``) or ``f(y)`` of every entry of the flat arrays ``codes``,
     ``alpha``, ``y`` (one length) by :func:`derivative_one` / :func:`value_one`; float64 ``(n,)``.
     When every entry is linear the loop is ``alpha`` / ``alpha * y`` without the per-entry
-    family dispatch, so that it vectorises (the same values)."""
+    family dispatch, so that it vectorises (the same values); that test is ``min == max ==
+    LINEAR`` over the int8 codes (two passes that vectorise 32 codes wide, where a count in a
+    64-bit integer went 4 wide)."""
     out = np.empty(y.size)
-    n_linear = 0
-    for i in range(codes.size):
-        n_linear += 1 if codes[i] == LINEAR else 0
-    if n_linear == codes.size:
+    if codes.size == 0 or (codes.min() == LINEAR and codes.max() == LINEAR):
         for i in range(y.size):
             out[i] = alpha[i] if derivative else alpha[i] * y[i]
         return out

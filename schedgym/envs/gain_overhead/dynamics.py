@@ -61,16 +61,69 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
 
 
 @numba.njit(cache=True)
-def _dominant(y: np.ndarray, beta: np.ndarray, lo: int, hi: int, tot: np.ndarray
-              ) -> tuple[int, float]:
-    """``(k*, max_k beta_k Y^k)`` over the edges ``lo:hi`` of one type (lowest k on ties);
-    ``tot`` (K,) gets ``Y^k``, each summed over the edges in order."""
-    for k in range(y.shape[1]):
-        tot[k] = 0.0
-    for e in range(lo, hi):
-        for k in range(y.shape[1]):
-            tot[k] += y[e, k]
-    return _argmax_weighted(tot, beta)
+def _row_sums(v: np.ndarray, n_cols: int, out: np.ndarray) -> None:
+    """``out[i] = sum_j v[i * n_cols + j]`` for each row ``i`` of the flat row-major ``v``
+    ``(out.size * n_cols,)``, summed over ``j`` in order starting at 0.0.
+
+    Eight rows at a time as eight independent chains: a row of a few entries (K = 6) summed on
+    its own costs a loop per row. Indices are cast to unsigned, so numba emits no negative-index
+    wraparound (which it must for a signed index it cannot prove non-negative)."""
+    n_rows, at = out.size, 0
+    while at + 8 <= n_rows:
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        for j in range(n_cols):
+            q = at * n_cols + j
+            a0 += v[np.uint64(q)]
+            a1 += v[np.uint64(q + n_cols)]
+            a2 += v[np.uint64(q + 2 * n_cols)]
+            a3 += v[np.uint64(q + 3 * n_cols)]
+            a4 += v[np.uint64(q + 4 * n_cols)]
+            a5 += v[np.uint64(q + 5 * n_cols)]
+            a6 += v[np.uint64(q + 6 * n_cols)]
+            a7 += v[np.uint64(q + 7 * n_cols)]
+        out[at], out[at + 1], out[at + 2], out[at + 3] = a0, a1, a2, a3
+        out[at + 4], out[at + 5], out[at + 6], out[at + 7] = a4, a5, a6, a7
+        at += 8
+    for i in range(at, n_rows):
+        a0 = 0.0
+        for j in range(n_cols):
+            a0 += v[np.uint64(i * n_cols + j)]
+        out[i] = a0
+
+
+@numba.njit(cache=True)
+def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) -> None:
+    """``out[j] = sum_{i = lo}^{hi - 1} v[i * n_cols + j]`` for each column ``j`` of the flat
+    row-major ``v`` (``out``: ``(n_cols,)``), summed over the rows in order starting at 0.0:
+    ``Y^k`` of one type. Four columns at a time as independent chains (then two, then one);
+    unsigned indices as in :func:`_row_sums`."""
+    j = 0
+    while j < n_cols:
+        w = min(n_cols - j, 4)
+        w = 2 if w == 3 else w
+        t0 = t1 = t2 = t3 = 0.0
+        q = lo * n_cols + j
+        if w == 4:
+            for _ in range(hi - lo):
+                t0 += v[np.uint64(q)]
+                t1 += v[np.uint64(q + 1)]
+                t2 += v[np.uint64(q + 2)]
+                t3 += v[np.uint64(q + 3)]
+                q += n_cols
+            out[j + 2], out[j + 3] = t2, t3
+        elif w == 2:
+            for _ in range(hi - lo):
+                t0 += v[np.uint64(q)]
+                t1 += v[np.uint64(q + 1)]
+                q += n_cols
+        else:
+            for _ in range(hi - lo):
+                t0 += v[np.uint64(q)]
+                q += n_cols
+        out[j] = t0
+        if w > 1:
+            out[j + 1] = t1
+        j += w
 
 
 @numba.njit(cache=True)
@@ -79,25 +132,21 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
                    type_pen: np.ndarray, k_star: np.ndarray) -> tuple[float, float]:
     """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty)``; the one reward formula.
 
-    One pass over each type's edges sums the gain (per edge over ``k``, then over the edges)
-    and the totals ``Y^k`` (over the edges, in order, as :func:`_dominant`)."""
+    The gain of an edge (``sum_k f(y)``, over ``k`` in order) is summed for all edges in one
+    pass (:func:`_row_sums`), then over each type's edges in order; the totals ``Y^k`` are
+    summed over the type's edges in order (:func:`_column_sums`). ``y`` C-contiguous."""
     n_types, (n_edges, n_res) = type_starts.size, y.shape
+    yf = y.reshape(-1)
+    edge_gain, tot = np.empty(n_edges), np.empty(n_res)
+    _row_sums(map_flat(False, codes.reshape(-1), alpha.reshape(-1), yf, s), n_res, edge_gain)
     gain, penalty = 0.0, 0.0
-    tot = np.empty(n_res)
-    val = map_flat(False, codes.reshape(-1), alpha.reshape(-1), y.reshape(-1), s).reshape(
-        (n_edges, n_res))
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
         tg = 0.0
-        for k in range(n_res):
-            tot[k] = 0.0
         for e in range(lo, hi):
-            fe = 0.0
-            for k in range(n_res):
-                fe += val[e, k]
-                tot[k] += y[e, k]
-            tg += fe
+            tg += edge_gain[np.uint64(e)]
+        _column_sums(yf, n_res, lo, hi, tot)
         k_star[l], type_pen[l] = _argmax_weighted(tot, beta)
         type_gain[l] = tg
         gain += x[l] * tg
@@ -125,24 +174,29 @@ def reward(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> float:
 def _supergradient_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
                           s: float, type_starts: np.ndarray, beta: np.ndarray, eta: float,
                           ascend: bool) -> np.ndarray:
-    """The supergradient ``g`` (E, K) at ``y``, or with ``ascend`` the ascent point ``y + eta *
-    g`` (OgaSched's step before the projection), in one pass."""
+    """The supergradient ``g`` (E, K) at ``y`` (C-contiguous), or with ``ascend`` the ascent
+    point ``y + eta * g`` (OgaSched's step before the projection).
+
+    Per type: ``k*`` from the totals ``Y^k`` (:func:`_column_sums`, as the reward), ``beta_k*``
+    taken off the derivative of the ``k*`` entries, then one flat pass over the type's entries
+    (``d * x_l``, and ``y + eta * (d * x_l)``) that vectorises."""
     n_types, (n_edges, n_res) = type_starts.size, y.shape
-    g, tot = np.empty((n_edges, n_res)), np.empty(n_res)
-    der = map_flat(True, codes.reshape(-1), alpha.reshape(-1), y.reshape(-1), s).reshape(
-        (n_edges, n_res))
+    yf, tot = y.reshape(-1), np.empty(n_res)
+    g = map_flat(True, codes.reshape(-1), alpha.reshape(-1), yf, s)  # f'(y), then g in place
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
-        ks, xl = _dominant(y, beta, lo, hi, tot)[0], x[l]
+        _column_sums(yf, n_res, lo, hi, tot)
+        ks, xl = _argmax_weighted(tot, beta)[0], x[l]
         for e in range(lo, hi):
-            for k in range(n_res):
-                d = der[e, k]
-                if k == ks:
-                    d -= beta[ks]
-                d *= xl
-                g[e, k] = y[e, k] + eta * d if ascend else d
-    return g
+            g[np.uint64(e * n_res + ks)] -= beta[ks]
+        if ascend:
+            for p in range(lo * n_res, hi * n_res):
+                g[np.uint64(p)] = yf[np.uint64(p)] + eta * (g[np.uint64(p)] * xl)
+        else:
+            for p in range(lo * n_res, hi * n_res):
+                g[np.uint64(p)] *= xl
+    return g.reshape((n_edges, n_res))
 
 
 def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -175,8 +229,8 @@ def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_s
     buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
     zb, vb = buf[:size], buf[size:2 * size]
     lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
-    for p in range(size):
-        zb[p] = zf[entries[p]]
+    for p in range(size):  # unsigned indices (the plan's are >= 0): no wraparound select
+        zb[p] = zf[np.uint64(entries[p])]
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
@@ -188,11 +242,11 @@ def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_s
                       work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
         at, at_g = at + n * n_groups, at_g + n_groups
     for p in range(size):
-        yf[entries[p]] = vb[p]
+        yf[np.uint64(entries[p])] = vb[p]
     for q in range(lf.size):  # instances without channels use nothing
         lf[q] = 0.0
     for q in range(groups.size):
-        lf[groups[q]] = lb[q]
+        lf[np.uint64(groups[q])] = lb[q]
 
 
 def project_grouped(
@@ -266,20 +320,22 @@ class BatchOutcome:
 def _score_one(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
                codes: np.ndarray, alpha: np.ndarray,
                s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-               util: np.ndarray, stats: np.ndarray, work: np.ndarray, k_star: np.ndarray) -> None:
+               util: np.ndarray, stats: np.ndarray, work: np.ndarray, k_star: np.ndarray,
+               sq: np.ndarray) -> None:
     """Projects ``z`` (E, K) onto Y into ``y`` and scores it against ``x`` (L,): ``util`` (R, K)
-    gets the utilization, ``stats[:3] = (distance, gain, penalty)``; ``work`` (2, L) and
-    ``k_star`` (L,) are scratch; ``plan``: the instance's ``ProjectionPlan`` as a tuple. The
-    one step formula of the env and the vector env."""
+    gets the utilization, ``stats[:3] = (distance, gain, penalty)``; ``work`` (2, L), ``k_star``
+    (L,) and ``sq`` (E * K,) are scratch; ``plan``: the instance's ``ProjectionPlan`` as a
+    tuple. The one step formula of the env and the vector env (all arrays C-contiguous)."""
     _project_slots(z, plan[0], plan[1], plan[2], plan[3], plan[4], y, util)
-    for r in range(util.shape[0]):
-        for k in range(util.shape[1]):
-            util[r, k] = min(util[r, k] * inv_cap[r, k], 1.0)
-    sq = 0.0
-    for e in range(z.shape[0]):
-        for k in range(z.shape[1]):
-            sq += (y[e, k] - z[e, k]) ** 2
-    stats[0] = np.sqrt(sq)
+    uf, cf, yf, zf = util.reshape(-1), inv_cap.reshape(-1), y.reshape(-1), z.reshape(-1)
+    for i in range(uf.size):  # flat loops: a 2-D one with K = 6 inner steps does not vectorise
+        uf[i] = min(uf[i] * cf[i], 1.0)
+    for i in range(yf.size):  # the squares in a pass that vectorises, ...
+        sq[i] = (yf[i] - zf[i]) ** 2
+    total = 0.0
+    for i in range(yf.size):  # ... summed in row-major (e, k) order
+        total += sq[i]
+    stats[0] = np.sqrt(total)
     stats[1], stats[2] = _reward_kernel(x, y, codes, alpha, s, type_starts, beta, work[0],
                                         work[1], k_star)
 
@@ -291,9 +347,10 @@ def _score_batch(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
                  util: np.ndarray, stats: np.ndarray) -> None:
     """:func:`_score_one` for each copy ``i`` of ``z`` (N, E, K) against ``x[i]``."""
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
+    sq = np.empty(z[0].size)
     for i in range(z.shape[0]):
         _score_one(z[i], x[i], plan, inv_cap, codes, alpha, s, type_starts, beta, y[i],
-                   util[i], stats[i], work, ks)
+                   util[i], stats[i], work, ks, sq)
 
 
 def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
@@ -358,7 +415,7 @@ def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, plan: tupl
     stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
     _score_one(z, x, plan, inv_cap, codes, alpha, s, type_starts, beta, y, util, stats, work,
-               ks)
+               ks, np.empty(z.size))
     return -1
 
 
