@@ -14,9 +14,11 @@ on g's first linear piece in closed form; small groups (``n <= SMALL_GROUP``) ev
 breakpoints (``O(n^2)``, no sort); larger ones sort the slope events and integrate
 (``O(n log n)``). One compiled kernel, :func:`project_block`, serves every caller (the batched
 wrappers here, the env step and OgaSched's update, :mod:`schedgym.envs.gain_overhead.dynamics`):
-the groups of one size are the columns of a block, and each step of the solve runs along the
-contiguous group axis for all of them at once (branch-free loops that vectorise; groups of a few
-entries solved one at a time cost a branch misprediction per breakpoint).
+the groups of one size are the columns of a block, solved by one branch-free loop over the
+contiguous group axis that LLVM vectorises (four groups per AVX2 instruction; groups of a few
+entries solved one at a time would cost a branch misprediction per breakpoint). For blocks of 1
+to 4 entries per group (every GainOverhead scenario's) that loop is compiled for the size, its
+loops over a group's entries unrolled, so that a group's whole solve stays in registers.
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -40,137 +42,7 @@ SMALL_GROUP = 16
 #: Relative safety margin of the final rescaling that removes the solve's rounding excess.
 _SHRINK = 1.0 - 4e-16
 #: Rows of the scratch array ``work`` of :func:`project_block` (one per-group quantity each).
-WORK_ROWS = 9
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _first_segment(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> bool:
-    """theta of each group (column of ``Z``) where it lies on g's first linear piece ``[0, first
-    positive breakpoint]``, else -1, into ``work[1]``; returns whether a group over its capacity
-    (``work[0][g] > c[g]``) is left.
-
-    There ``g(theta) = g0 - m theta`` with ``m`` the number of entries strictly between 0 and
-    their cap at ``theta = 0+``, so ``theta = (g0 - c) / m`` exactly.
-    """
-    n, n_groups = Z.shape
-    s0, th, m, first = work[0], work[1], work[3], work[4]
-    for g in range(n_groups):
-        m[g] = 0.0
-        first[g] = math.inf
-    for i in range(n):
-        zr, ar = Z[i], A[i]
-        for g in range(n_groups):
-            z, a = zr[g], ar[g]
-            d = z - a
-            first[g] = min(first[g], min(d if d > 0.0 else math.inf, z if z > 0.0 else math.inf))
-            m[g] += 1.0 if (z > 0.0) & (d <= 0.0) & (a > 0.0) else 0.0
-    left = False
-    for g in range(n_groups):
-        t1 = (s0[g] - c[g]) / m[g]
-        ok = (m[g] > 0.0) & (t1 <= first[g])
-        th[g] = t1 if ok else -1.0
-        left |= (s0[g] > c[g]) & (not ok)
-    return left
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _g_at(Z: np.ndarray, A: np.ndarray, b: np.ndarray, gv: np.ndarray) -> None:
-    """``gv[g] = g_g(b[g]) = sum_i clip(Z[i, g] - b[g], 0, A[i, g])``, summed over ``i`` in
-    order, for every group (column) ``g``."""
-    n, n_groups = Z.shape
-    for g in range(n_groups):
-        gv[g] = 0.0
-    for i in range(n):
-        zr, ar = Z[i], A[i]
-        for g in range(n_groups):
-            gv[g] += min(max(zr[g] - b[g], 0.0), ar[g])
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _breakpoint(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
-    """Evaluates g at breakpoint ``work[3][g]`` of each group and narrows the group's bracket
-    ``(work[5], work[7])`` (g there ``> c`` and ``<= c``) with it."""
-    n_groups = Z.shape[1]
-    b, gv, blo, bhi = work[3], work[4], work[5], work[7]
-    _g_at(Z, A, b, gv)
-    for g in range(n_groups):
-        blo[g] = max(blo[g], b[g] if gv[g] > c[g] else 0.0)
-    for g in range(n_groups):
-        bhi[g] = min(bhi[g], math.inf if gv[g] > c[g] else b[g])
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
-    """theta of each group with ``th = work[1] < 0`` by the bracket search (O(n^2), no sort).
-
-    g is non-increasing (also as computed: each clip and each rounded addition is monotone), so
-    the largest breakpoint ``lo`` with ``g > c`` (or 0, where ``g(0) = g0 > c``) and the smallest
-    ``hi`` with ``g <= c`` are consecutive, and g is linear between them. Evaluating g at more
-    breakpoints than needed changes neither, so the search runs along the contiguous group axis
-    (vectorised): first at every ``max(z_i, 0)`` (where an entry reaches 0), then at each
-    ``max(z_i - a_i, 0)`` (where it leaves its cap) that falls inside some open bracket. Only the
-    bracket's ends are tracked; g at them (``g(lo)`` the smallest value above ``c`` met, ``g(hi)``
-    the largest at or below it, by monotonicity) is evaluated once at the end.
-    """
-    n, n_groups = Z.shape
-    s0, th, b, blo, glo, bhi, ghi = (work[0], work[1], work[3], work[5], work[6], work[7],
-                                     work[8])
-    for g in range(n_groups):
-        blo[g], bhi[g] = 0.0, math.inf
-    for j in range(n):
-        zr = Z[j]
-        for g in range(n_groups):
-            b[g] = max(zr[g], 0.0)
-        _breakpoint(Z, A, c, work)
-    for j in range(n):
-        zr, ar = Z[j], A[j]
-        above = 0
-        for g in range(n_groups):
-            above += 1 if zr[g] > ar[g] else 0
-        if above == 0:  # max(z_j - a_j, 0) = 0 <= lo in every group: inside no bracket
-            continue
-        inside = False
-        for g in range(n_groups):
-            b[g] = max(zr[g] - ar[g], 0.0)
-            inside |= (b[g] > blo[g]) & (b[g] < bhi[g]) & (th[g] < 0.0) & (s0[g] > c[g])
-        if inside:
-            _breakpoint(Z, A, c, work)
-    _g_at(Z, A, blo, glo)  # g(0) is s0, bit for bit
-    _g_at(Z, A, bhi, ghi)  # hi is finite: g(max z) = 0 <= c
-    for g in range(n_groups):
-        t2 = (blo[g] + (glo[g] - c[g]) * (bhi[g] - blo[g]) / (glo[g] - ghi[g])
-              if glo[g] > ghi[g] else bhi[g])
-        th[g] = t2 if th[g] < 0.0 else th[g]
-
-
-@numba.njit(cache=True)
-def _bracket_left(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
-    """:func:`_bracket` for the groups left by :func:`_first_segment` (over capacity, ``th <
-    0``), copied side by side into a smaller block first: the search costs ``O(n^2)`` per group
-    in the block, and each group's result does not depend on which others are in it."""
-    n, n_groups = Z.shape
-    s0, th = work[0], work[1]
-    left = np.empty(n_groups, dtype=np.int64)
-    m = 0
-    for g in range(n_groups):
-        left[m] = g
-        m += 1 if (th[g] < 0.0) & (s0[g] > c[g]) else 0
-    if 4 * m >= 3 * n_groups:  # most groups are left: search in place
-        _bracket(Z, A, c, work)
-        return
-    buf = np.empty((2 * n + 1 + WORK_ROWS) * m)
-    Zl, Al = buf[:n * m].reshape((n, m)), buf[n * m:2 * n * m].reshape((n, m))
-    cl = buf[2 * n * m:(2 * n + 1) * m]
-    wl = buf[(2 * n + 1) * m:].reshape((WORK_ROWS, m))
-    for i in range(n):
-        zr, ar, zl, al = Z[i], A[i], Zl[i], Al[i]
-        for j in range(m):
-            zl[j], al[j] = zr[left[j]], ar[left[j]]
-    for j in range(m):
-        cl[j], wl[0, j], wl[1, j] = c[left[j]], s0[left[j]], -1.0
-    _bracket(Zl, Al, cl, wl)
-    for j in range(m):
-        th[left[j]] = wl[1, j]
+WORK_ROWS = 1
 
 
 @numba.njit(cache=True)
@@ -222,18 +94,75 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
     return prev  # not reached: the last event always stops the walk (g(max z) = 0 <= c)
 
 
-@numba.njit(cache=True)
-def _sorted_groups(Z: np.ndarray, A: np.ndarray, c: np.ndarray, work: np.ndarray) -> None:
-    """theta by :func:`_theta_sorted` of each group over its capacity left by
-    :func:`_first_segment` (``th < 0``)."""
-    n, n_groups = Z.shape
-    s0, th = work[0], work[1]
-    z, a = np.empty(n), np.empty(n)
-    for g in range(n_groups):
-        if s0[g] > c[g] and th[g] < 0.0:
-            for i in range(n):
-                z[i], a[i] = Z[i, g], A[i, g]
-            th[g] = _theta_sorted(z, a, n, c[g], s0[g])
+@numba.njit(cache=True, error_model="numpy")
+def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
+           s0: np.ndarray, rows) -> None:
+    """:func:`project_block`'s solve for a block with a group over its capacity; ``s0`` are
+    the groups' ``g(0)``, ``above`` whether an entry exceeds its cap, ``n = len(rows)``.
+
+    Per group: theta on g's first linear piece in closed form, else by the bracket search
+    (``n <= SMALL_GROUP``) or :func:`_theta_sorted`; then the clip at theta and the rescaling
+    of the rounding excess. Branch-free for small groups: with ``rows`` a tuple (``n`` a
+    compile-time constant) the loops over the entries unroll and LLVM vectorises the loop over
+    the groups (everything of a group in registers; written as one function because calls
+    this large are not inlined, and each helper would cost its own compilation).
+
+    The bracket search: g is non-increasing (also as computed: each clip and each rounded
+    addition is monotone), so the largest breakpoint ``lo`` with ``g > c`` (or 0, where
+    ``g(0) = s0 > c``) and the smallest ``hi`` with ``g <= c`` (``inf`` if none) are
+    consecutive, and g is linear between them. g is evaluated at every breakpoint, ``max(z_i,
+    0)`` (where an entry reaches 0) and ``max(z_i - a_i, 0)`` (where it leaves its cap; 0 for
+    all when no entry exceeds its cap), each a full in-order sum, so the values kept with the
+    ends are g at them, bit for bit.
+    """
+    n = len(rows)
+    above = False  # max(z_i - a_i, 0) = 0 for all unless an entry exceeds its cap
+    for i in range(n):
+        for g in range(Z.shape[1]):
+            above |= Z[i, g] > A[i, g]
+    for g in range(Z.shape[1]):
+        cg, sg = c[g], s0[g]
+        m, first = 0.0, math.inf  # first piece: g(theta) = s0 - m theta
+        for i in range(n):
+            zi, ai = Z[i, g], A[i, g]
+            d = zi - ai
+            first = min(first, min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
+            m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
+        t1 = (sg - cg) / m
+        ok = (m > 0.0) & (t1 <= first)
+        if n > SMALL_GROUP:
+            if (sg > cg) & (not ok):
+                t1 = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
+        else:
+            ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf): where no hi is met
+            for i in range(1, n):
+                ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
+            lo, glo, hi = 0.0, sg, math.inf  # g(0) is s0, bit for bit
+            for j in range(2 * n):
+                k = j - n if j >= n else j
+                if (j < n) | above:
+                    b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
+                    gv = min(max(Z[0, g] - b, 0.0), A[0, g])  # 0.0 + gv: gv but a zero's sign
+                    for i in range(1, n):
+                        gv += min(max(Z[i, g] - b, 0.0), A[i, g])
+                    up, down = (gv > cg) & (b > lo), (gv <= cg) & (b < hi)
+                    lo, glo = (b, gv) if up else (lo, glo)
+                    hi, ghi = (b, gv) if down else (hi, ghi)
+            t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
+            t1 = t1 if ok else t2
+        theta = t1 if sg > cg else 0.0  # within capacity: the clip
+        tot = 0.0
+        for i in range(n):
+            v = min(max(Z[i, g] - theta, 0.0), A[i, g])
+            V[i, g] = v
+            tot += v
+        f = (cg / tot * _SHRINK if tot > 0.0 else 1.0) if tot > cg else 1.0  # rounding excess
+        ld = 0.0
+        for i in range(n):
+            v = V[i, g] * f
+            V[i, g] = v
+            ld += v
+        load[g] = ld
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -261,15 +190,15 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 
     The one implementation of the exact projection; every caller (the batched wrappers here, the
     env step and OgaSched's update) lays its groups out as columns, one block per group size. A
-    group within its capacity is clipped to its box (a block with no group over its capacity
-    stops there); one barely over it is solved on g's first linear piece in closed form; the rest
-    search the bracket of breakpoints around theta (:func:`_bracket`, or :func:`_theta_sorted`
-    above ``SMALL_GROUP`` entries). All groups go
-    through each step together along the contiguous group axis (branch-free, vectorised), which
-    is far cheaper than solving groups of a few entries one at a time.
+    block with no group over its capacity is the clip of every group to its box; otherwise each
+    group within its capacity is clipped, one over it is solved on g's first linear piece in
+    closed form or else by the bracket search (:func:`_solve`, or :func:`_theta_sorted`
+    above ``SMALL_GROUP`` entries), and clipped at its theta. Blocks of 1 to 4 entries per group
+    (every GainOverhead scenario's) run a solver compiled for their size, which LLVM vectorises
+    across the groups (branch-free, everything of a group in registers).
     """
     n, n_groups = Z.shape
-    s0, th, f = work[0], work[1], work[2]
+    s0 = work[0]
     for g in range(n_groups):
         s0[g] = 0.0
     for i in range(n):
@@ -279,31 +208,18 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     over = False
     for g in range(n_groups):
         over |= s0[g] > c[g]
-    if not over:  # every group within its capacity: the clip (theta = 0), its sums are s0
+    if not over or n == 0:  # every group within its capacity: the clip (theta = 0), sums s0
         _clip_block(Z, A, V, load, s0)
-        return
-    if _first_segment(Z, A, c, work):
-        if n > SMALL_GROUP:
-            _sorted_groups(Z, A, c, work)
-        else:
-            _bracket_left(Z, A, c, work)
-    for g in range(n_groups):
-        th[g] = th[g] if s0[g] > c[g] else 0.0  # within capacity: the clip
-        f[g] = 0.0
-    for i in range(n):
-        zr, ar, vr = Z[i], A[i], V[i]
-        for g in range(n_groups):
-            vr[g] = min(max(zr[g] - th[g], 0.0), ar[g])
-            f[g] += vr[g]
-    for g in range(n_groups):  # remove rounding excess so that sum <= c holds exactly
-        tot = f[g]
-        f[g] = (c[g] / tot * _SHRINK if tot > 0.0 else 1.0) if tot > c[g] else 1.0
-        load[g] = 0.0
-    for i in range(n):
-        vr = V[i]
-        for g in range(n_groups):
-            vr[g] *= f[g]
-            load[g] += vr[g]
+    elif n == 1:
+        _solve(Z, A, c, V, load, s0, (0,))
+    elif n == 2:
+        _solve(Z, A, c, V, load, s0, (0, 0))
+    elif n == 3:
+        _solve(Z, A, c, V, load, s0, (0, 0, 0))
+    elif n == 4:
+        _solve(Z, A, c, V, load, s0, (0, 0, 0, 0))
+    else:
+        _solve(Z, A, c, V, load, s0, range(n))
 
 
 @numba.njit(cache=True)

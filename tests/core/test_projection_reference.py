@@ -152,3 +152,22 @@ def test_project_capped_simplex_equals_the_reference(n_max):
     got = project_capped_simplex(z, a, c)
     want = np.array([reference_group(z[g], a[g], c[g]) for g in range(G)])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n_max", [1, 2, 3, 4, 5, SMALL_GROUP, SMALL_GROUP + 5])
+def test_no_entry_above_its_cap_equals_the_reference(n_max):
+    """Blocks where no entry exceeds its cap (decoded allocation actions): the solve skips the
+    cap-leaving breakpoints (all 0 there), which must not change a bit; some groups within
+    their capacity, some barely over it (the first piece), most far over it."""
+    rng = np.random.default_rng(300 + n_max)
+    G = 300
+    a = rng.uniform(0.0, 4.0, (G, n_max)) * (rng.random((G, n_max)) > 0.1)
+    z = a * rng.uniform(-1.0, 1.0, (G, n_max))
+    z[::7] = a[::7]  # exactly at the caps
+    s0 = np.clip(z, 0.0, a).sum(axis=1)
+    c = s0 * rng.uniform(0.0, 1.3, G)
+    c[1::7] = s0[1::7] * (1.0 - 1e-9)
+    assert (z <= a).all()
+    got = project_capped_simplex(z, a, c)
+    want = np.array([reference_group(z[g], a[g], c[g]) for g in range(G)])
+    np.testing.assert_array_equal(got, want)
