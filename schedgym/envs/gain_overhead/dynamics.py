@@ -19,17 +19,26 @@ env (one copy = a batch of one, so both give the same bits).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
 
+from schedgym.core.pairwise import np_sum
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6
+
+#: A start index that numba types as int64, not as the literal 0 (a literal argument compiles
+#: a second specialisation of ``np_sum``).
+_ZERO: Any = np.int64(0)
+#: ``score_action``'s float32 utilization buffer when the caller wants none (never written).
+_NO_UTIL32 = np.empty(0, dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -387,7 +396,10 @@ def all_finite(a: np.ndarray) -> bool:
 def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
     ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the clip amount
-    ``max |clip(a) - a|`` (0 for an action inside the box)."""
+    ``max |clip(a) - a|`` (0 for an action inside the box), or NaN when an entry of ``a`` is
+    NaN or infinite (then ``z`` is garbage). A NaN/inf entry never equals its clipped value, so
+    the finite check costs nothing for an action inside the box: it runs in the clip amount's
+    pass, which only an action with a clipped entry needs."""
     outside = 0
     for i in range(a.size):
         v = min(max(a[i], -1.0), 1.0)
@@ -396,40 +408,70 @@ def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     moved = 0.0
     if outside:  # a max over the entries does not vectorise: only when something was clipped
         for i in range(a.size):
+            if not np.isfinite(a[i]):
+                return math.nan
             moved = max(moved, abs(min(max(a[i], -1.0), 1.0) - a[i]))
     return moved
+
+
+@numba.njit(cache=True)
+def float32_and_sum(src: np.ndarray, out: np.ndarray) -> float:
+    """``out[:] = src.ravel().astype(np.float32)`` (``src`` C-contiguous float64, ``out`` flat
+    float32 of ``src.size``) and return ``float(np.add.reduce(src.ravel()))`` with numpy's bits:
+    the step's utilization observation and the numerator of ``info["utilization"]`` in one call.
+
+    The sum is :func:`~schedgym.core.pairwise.np_sum` (numpy's pairwise order)
+    added to 0.0, numpy's starting value of the reduction (which turns a ``-0.0`` total into
+    ``0.0``, as ``np.add.reduce`` gives)."""
+    flat = src.reshape(src.size)
+    for i in range(flat.size):
+        out[i] = flat[i]
+    return 0.0 + np_sum(flat, _ZERO, flat.size)
 
 
 @numba.njit(cache=True)
 def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, plan: tuple,
                      inv_cap: np.ndarray, codes: np.ndarray,
                      alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
-                     y: np.ndarray, util: np.ndarray, stats: np.ndarray) -> int:
+                     y: np.ndarray, util: np.ndarray, stats: np.ndarray,
+                     util32: np.ndarray) -> int:
     """Finite check, clip, decode, projection and score of one ``"allocation"``-mode action in
-    one call; returns the index of the first non-finite entry (nothing else done) or -1."""
-    if not all_finite(a):  # a pass that vectorises; the search only when there is a bad entry
+    one call; returns the index of the first non-finite entry (nothing else done) or -1. With
+    ``stats`` of 5 entries, ``util32`` gets the float32 utilization and ``stats[4]`` its sum
+    (:func:`float32_and_sum`)."""
+    z = np.empty(y.shape)
+    stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
+    if np.isnan(stats[3]):  # the search only when there is a bad entry
         for i in range(a.size):
             if not np.isfinite(a[i]):
                 return i
-    z = np.empty(y.shape)
-    stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
     work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
     _score_one(z, x, plan, inv_cap, codes, alpha, s, type_starts, beta, y, util, stats, work,
                ks, np.empty(z.size))
+    if stats.size > 4:
+        stats[4] = float32_and_sum(util, util32)
     return -1
 
 
-def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray
+def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray,
+                 util32: np.ndarray | None = None
                  ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """The single env's step in the ``"allocation"`` mode: ``a`` float64 ``(E*K,)`` (any
     values), ``x`` ``(L,)``. Returns ``(bad, y (E, K), utilization (R, K), stats (4,))`` with
     ``stats = (projection distance, gain, penalty, clip amount)``; ``bad`` is the index of the
-    first non-finite entry of ``a`` (then the other outputs are garbage) or -1."""
+    first non-finite entry of ``a`` (then the other outputs are garbage) or -1. With ``util32``
+    (float32 ``(R * K,)``) given, it receives the utilization as float32 and ``stats`` has a
+    fifth entry, the utilization's sum in numpy's order (:func:`float32_and_sum`): the env's
+    observation and info in the same compiled call."""
     k = inst.kernel_arrays
     y = np.empty(inst.edge_caps.shape)
-    util, stats = np.empty(inst.capacities.shape), np.empty(4)
+    util = np.empty(inst.capacities.shape)
+    if util32 is None:
+        stats, util32 = np.empty(4), _NO_UTIL32
+    else:
+        stats = np.empty(5)
     bad = _step_allocation(a, x, k.upper, k.plan, k.inverse_capacities, k.codes, k.alpha,
-                           k.reciprocal_scale, k.type_starts, k.beta, y, util, stats)
+                           k.reciprocal_scale, k.type_starts, k.beta, y, util, stats, util32)
     return bad, y, util, stats
 
 

@@ -391,19 +391,21 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             if not (type(action) is np.ndarray and action.shape == self._action_shape
                     and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
                 action = as_action(action, self._n_action)
-            bad, y, util, stats = dynamics.score_action(self.instance, action, x)
+            # the float32 observation and np.add.reduce(util)'s bits come in the same call
+            util32 = np.empty(self._n_util, dtype=np.float32)
+            bad, y, util, stats = dynamics.score_action(self.instance, action, x, util32)
             if bad >= 0:
                 raise nonfinite_action(np.asarray(action, dtype=np.float64), bad)
-            dist, gain, penalty, clip = stats.tolist()
+            dist, gain, penalty, clip, used = stats.tolist()
         else:
             a, clip = clip_unit(validate_action(action, self._n_action))
             out = dynamics.score_batch(self.instance, self._target(a)[None], x[None])
             y, util = out.y[0], out.utilization[0]
             dist, gain, penalty = float(out.distance[0]), float(out.gain[0]), float(out.penalty[0])
+            # the float32 observation and np.add.reduce(util)'s bits in one compiled pass
+            util32 = np.empty(self._n_util, dtype=np.float32)
+            used = fastpath.float32_and_sum(util, util32)
         self._util = util
-        # the float32 observation and np.add.reduce(util)'s bits in one compiled pass
-        util32 = np.empty(self._n_util, dtype=np.float32)
-        used = fastpath.float32_and_sum(util, util32)
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {
             "gain": gain, "penalty": penalty, "allocation": y, "arrivals": x.copy(),

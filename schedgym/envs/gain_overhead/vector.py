@@ -24,11 +24,12 @@ copies of one); resets go through them (seeding, the arrival draw, the reset inf
 copy is the single env's own. A step is batched: the state of every copy lives in arrays of the
 vector env (slot ``t`` ``(N,)``, utilization ``(N, R * K)``, the episodes' arrivals ``(N, T + 2,
 L)`` with a zero row before and after, whose middle rows the copies' ``_arrivals`` are views of);
-the finite check is one vectorised test of the whole batch, clipping and the ``"allocation"``
-decode of all copies are one compiled call (:mod:`.fastpath`, the single env's decode per row;
-float32 actions are read as they are), the learnable modes' decode is
-:func:`.actions.decode_batch`, the projection and the reward of all copies are one call of
-:func:`.dynamics.score_batch`, and the observations are a few array operations over all copies.
+clipping and the ``"allocation"`` decode of all copies, with their finite check, are one
+compiled call (:mod:`.fastpath`, the single env's decode per row; float32 actions are read as
+they are; the learnable modes check the batch first and decode with
+:func:`.actions.decode_batch`), the projection and the reward of all copies are one call of
+:func:`.dynamics.score_batch`, the float32 utilization one more, and the observations are a
+few array operations over all copies.
 ``envs`` and ``render()`` bring the copies' slot and utilization up to date before handing them
 out.
 """
@@ -85,6 +86,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._obs_shift = 1 if self.arrivals_protocol == "revealed" else 0
         self._t = np.zeros(self.num_envs, dtype=np.int64)
         self._util = np.zeros((self.num_envs, inst.n_instances * inst.n_resources))
+        #: ``_util`` as float32: the next observation's (a new array each step and reset).
+        self._util32 = np.zeros(self._util.shape, dtype=np.float32)
         self._features = getattr(first, "_features", None)
         self._z = np.empty((self.num_envs, *inst.edge_caps.shape))  # decode scratch
         self._needs_reset = True
@@ -118,13 +121,15 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(mask):
             infos = self._reset_copy(int(i), infos, seed=seeds[i], options=options)
+        self._util32 = self._util.astype(np.float32)
         self._autoreset[mask] = False
         self._needs_reset = False
         return self._observations(), infos
 
     def _reset_copy(self, i: int, infos: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Reset copy ``i`` through its single env (``kwargs``: ``seed``, ``options``), take its
-        new episode into the batch state and merge its reset info into ``infos``."""
+        new episode into the batch state and merge its reset info into ``infos`` (the caller
+        renews ``_util32``)."""
         env = self._envs[i]
         _, info = env.reset(**kwargs)
         self._padded[i, 1:-1] = env._arrivals
@@ -134,12 +139,13 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         return self._add_info(infos, info, i)
 
     def _observations(self) -> dict[str, np.ndarray]:
-        """The batched observation of every copy from the batch state (fresh arrays), in the
+        """The batched observation of every copy from the batch state (fresh arrays: the float32
+        utilization is made anew by every step and reset, and handed out once), in the
         observation space's key order; each row is the single env's ``_obs()``."""
         t = self._t
         values = {
             "arrivals": self._padded[self._rows, t + self._obs_shift].astype(np.float32),
-            "utilization": self._util.astype(np.float32),
+            "utilization": self._util32,
             "progress": (t / self.horizon).astype(np.float32)[:, None],
         }
         if self._features is not None:
@@ -194,21 +200,26 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
                 infos = self._step_live(live, a, rewards, truncated)
             for i in np.flatnonzero(resetting):
                 infos = self._reset_copy(int(i), infos)
+            self._util32 = self._util.astype(np.float32)
         self._autoreset = truncated.copy()
         return self._observations(), rewards, np.zeros(N, dtype=bool), truncated, infos
 
     def _decode(self, live: np.ndarray, a: np.ndarray, x: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Targets ``(len(live), E, K)`` and clip amounts of the actions ``a[live]``: the
-        single env's decode of its mode, for all copies at once (finite actions)."""
+        single env's decode of its mode, for all copies at once; raises ``ValueError`` for a
+        NaN/inf entry (the ``"allocation"`` decode checks in its own pass)."""
         inst, n = self.instance, self._n_action
         clip = np.empty(live.size)
         if self.action_mode == "allocation":
             # the targets are scratch (score_batch reads them, nothing keeps them): one buffer
             # for the usual all-copies step, so 8 |E| K N bytes are not allocated every step
             z = self._z if live.size == self.num_envs else np.empty((live.size, *self._z.shape[1:]))
-            fastpath.clip_decode_rows(a, live, self._upper, z.reshape(live.size, n), clip)
+            if fastpath.clip_decode_rows(a, live, self._upper, z.reshape(live.size, n),
+                                         clip) >= 0:
+                self._check_finite(a, live)  # raises, naming the first bad entry
             return z, clip
+        self._check_finite(a, live)
         clipped = np.empty((live.size, n))
         fastpath.clip_rows(a, live, clipped, clip)
         served = x > 0 if self.arrivals_protocol == "revealed" else None  # observed = x(t)
@@ -222,15 +233,16 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         and returns their infos (zeros and a False mask elsewhere)."""
         N = self.num_envs
         slots = self._t[live]  # int64, as the single env's int slot in SyncVectorEnv's infos
-        self._check_finite(a, live)
         x = self._padded[live, slots + 1]
         z, clip = self._decode(live, a, x)
         out = dynamics.score_batch(self.instance, z, x)
         util = out.utilization.reshape(live.size, -1)
+        util32 = np.empty(util.shape, dtype=np.float32)  # the next observation's
+        fastpath.to_float32(util, util32)
         self._t[live] = slots + 1
         if live.size == N:
-            self._util = util
-        else:
+            self._util, self._util32 = util, util32
+        else:  # step() renews _util32 after the resets
             self._util[live] = util
         truncated[live] = slots + 1 >= self.horizon
         rewards[live] = out.reward

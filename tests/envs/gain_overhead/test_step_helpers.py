@@ -120,3 +120,45 @@ def test_step_info_utilization_is_the_numpy_mean():
         util = env._util.reshape(-1)
         assert info["utilization"] == float(np.add.reduce(util)) / n_pos
         np.testing.assert_array_equal(obs["utilization"], util.astype(np.float32), strict=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_score_action_with_util32_adds_the_cast_and_the_sum(dtype):
+    """``score_action(..., util32)``: the same four outputs as without, plus the float32
+    utilization and ``np.add.reduce`` of it as a fifth stat (the env's observation and info
+    from the step kernel); a non-finite entry is found by the decode's own check."""
+    env = gym.make(ENV_ID, scenario="paper-default").unwrapped
+    env.reset(seed=2)
+    inst, x = env.instance, env.arrivals[0]
+    rng = np.random.default_rng(3)
+    for lim in (0.9, 1.4):
+        a = rng.uniform(-lim, lim, inst.edge_caps.size).astype(dtype)
+        bad, y, util, stats = dynamics.score_action(inst, a, x)
+        util32 = np.full(util.size, np.nan, dtype=np.float32)
+        bad2, y2, util2, stats2 = dynamics.score_action(inst, a, x, util32)
+        assert bad == bad2 == -1 and stats.shape == (4,) and stats2.shape == (5,)
+        assert y.tobytes() == y2.tobytes() and util.tobytes() == util2.tobytes()
+        assert stats.tobytes() == stats2[:4].tobytes()
+        np.testing.assert_array_equal(util32, util.reshape(-1).astype(np.float32), strict=True)
+        assert stats2[4] == float(np.add.reduce(util.reshape(-1)))
+        assert (stats[3] > 0.0) == (lim > 1.0)  # the clip amount
+    for value in (np.nan, np.inf, -np.inf):
+        for where in ([0], [777], [a.size - 1], [900, 5]):  # the first bad index is reported
+            b = a.copy()
+            b[where] = value
+            assert dynamics.score_action(inst, b, x)[0] == min(where)
+
+
+def test_clip_decode_unit_returns_nan_only_for_a_non_finite_entry():
+    rng = np.random.default_rng(4)
+    upper = rng.uniform(0.0, 2.0, 50)
+    z = np.empty(50)
+    a = rng.uniform(-1.2, 1.2, 50)
+    a[3] = np.finfo(np.float64).max  # finite extreme: clipped, not rejected
+    moved = dynamics.clip_decode_unit(a, upper, z)
+    assert moved == np.abs(np.clip(a, -1.0, 1.0) - a).max()
+    np.testing.assert_array_equal(z, (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * upper, strict=True)
+    for value in (np.nan, np.inf, -np.inf):
+        b = a.copy()
+        b[17] = value
+        assert np.isnan(dynamics.clip_decode_unit(b, upper, z))
