@@ -39,6 +39,8 @@ FEASIBILITY_TOL = 1e-6
 _ZERO: Any = np.int64(0)
 #: ``score_action``'s float32 utilization buffer when the caller wants none (never written).
 _NO_UTIL32 = np.empty(0, dtype=np.float32)
+#: ``reward_parts``' squared distances: none (the reward kernel then sums nothing alongside).
+_NO_SQ = np.empty(0)
 
 
 @dataclass(frozen=True)
@@ -70,14 +72,18 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
 
 
 @numba.njit(cache=True)
-def _row_sums(v: np.ndarray, n_cols: int, out: np.ndarray) -> None:
+def _row_sums(v: np.ndarray, n_cols: int, out: np.ndarray, w: np.ndarray) -> float:
     """``out[i] = sum_j v[i * n_cols + j]`` for each row ``i`` of the flat row-major ``v``
-    ``(out.size * n_cols,)``, summed over ``j`` in order starting at 0.0.
+    ``(out.size * n_cols,)``, summed over ``j`` in order starting at 0.0; returns the sum of
+    ``w`` (``v``'s size, or empty: then 0.0) over its entries in order from 0.0.
 
     Eight rows at a time as eight independent chains: a row of a few entries (K = 6) summed on
-    its own costs a loop per row. Indices are cast to unsigned, so numba emits no negative-index
+    its own costs a loop per row. The sum of ``w`` (the step's squared projection distances) is
+    one long chain whose every addition waits for the last, too slow alone (~4 cycles an
+    entry): added in the same loop, over the same entries, the out-of-order core runs the row
+    sums in its shadow. Indices are cast to unsigned, so numba emits no negative-index
     wraparound (which it must for a signed index it cannot prove non-negative)."""
-    n_rows, at = out.size, 0
+    n_rows, at, total, chained = out.size, 0, 0.0, w.size > 0
     while at + 8 <= n_rows:
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
         for j in range(n_cols):
@@ -90,6 +96,9 @@ def _row_sums(v: np.ndarray, n_cols: int, out: np.ndarray) -> None:
             a5 += v[np.uint64(q + 5 * n_cols)]
             a6 += v[np.uint64(q + 6 * n_cols)]
             a7 += v[np.uint64(q + 7 * n_cols)]
+        if chained:
+            for q in range(at * n_cols, (at + 8) * n_cols):
+                total += w[np.uint64(q)]
         out[at], out[at + 1], out[at + 2], out[at + 3] = a0, a1, a2, a3
         out[at + 4], out[at + 5], out[at + 6], out[at + 7] = a4, a5, a6, a7
         at += 8
@@ -97,7 +106,10 @@ def _row_sums(v: np.ndarray, n_cols: int, out: np.ndarray) -> None:
         a0 = 0.0
         for j in range(n_cols):
             a0 += v[np.uint64(i * n_cols + j)]
+            if chained:
+                total += w[np.uint64(i * n_cols + j)]
         out[i] = a0
+    return total
 
 
 @numba.njit(cache=True)
@@ -138,8 +150,11 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
 @numba.njit(cache=True)
 def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float,
                    type_starts: np.ndarray, beta: np.ndarray, type_gain: np.ndarray,
-                   type_pen: np.ndarray, k_star: np.ndarray) -> tuple[float, float]:
-    """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty)``; the one reward formula.
+                   type_pen: np.ndarray, k_star: np.ndarray, sq: np.ndarray
+                   ) -> tuple[float, float, float]:
+    """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty, sum of sq)``; the one
+    reward formula. ``sq``: the step's squared distances ``(E * K,)`` (or empty), summed in
+    order alongside (:func:`_row_sums`).
 
     The gain of an edge (``sum_k f(y)``, over ``k`` in order) is summed for all edges in one
     pass (:func:`_row_sums`), then over each type's edges in order; the totals ``Y^k`` are
@@ -147,7 +162,8 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
     n_types, (n_edges, n_res) = type_starts.size, y.shape
     yf = y.reshape(-1)
     edge_gain, tot = np.empty(n_edges), np.empty(n_res)
-    _row_sums(map_flat(False, codes.reshape(-1), alpha.reshape(-1), yf, s), n_res, edge_gain)
+    total_sq = _row_sums(map_flat(False, codes.reshape(-1), alpha.reshape(-1), yf, s), n_res,
+                         edge_gain, sq)
     gain, penalty = 0.0, 0.0
     for l in range(n_types):
         lo = type_starts[l]
@@ -160,17 +176,17 @@ def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.nd
         type_gain[l] = tg
         gain += x[l] * tg
         penalty += x[l] * type_pen[l]
-    return gain, penalty
+    return gain, penalty, total_sq
 
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
     L, k = inst.n_types, inst.kernel_arrays
     type_gain, type_pen, k_star = np.empty(L), np.empty(L), np.empty(L, dtype=np.int64)
-    gain, penalty = _reward_kernel(
+    gain, penalty, _ = _reward_kernel(
         np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), k.codes,
         k.alpha, k.reciprocal_scale, k.type_starts, k.beta, type_gain,
-        type_pen, k_star)
+        type_pen, k_star, _NO_SQ)
     return RewardParts(gain - penalty, gain, penalty, type_gain, type_pen, k_star)
 
 
@@ -339,14 +355,11 @@ def _score_one(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
     uf, cf, yf, zf = util.reshape(-1), inv_cap.reshape(-1), y.reshape(-1), z.reshape(-1)
     for i in range(uf.size):  # flat loops: a 2-D one with K = 6 inner steps does not vectorise
         uf[i] = min(uf[i] * cf[i], 1.0)
-    for i in range(yf.size):  # the squares in a pass that vectorises, ...
-        sq[i] = (yf[i] - zf[i]) ** 2
-    total = 0.0
-    for i in range(yf.size):  # ... summed in row-major (e, k) order
-        total += sq[i]
+    for i in range(yf.size):  # the squares in a pass that vectorises, summed in row-major
+        sq[i] = (yf[i] - zf[i]) ** 2  # (e, k) order inside the reward's edge-gain pass
+    stats[1], stats[2], total = _reward_kernel(x, y, codes, alpha, s, type_starts, beta,
+                                               work[0], work[1], k_star, sq)
     stats[0] = np.sqrt(total)
-    stats[1], stats[2] = _reward_kernel(x, y, codes, alpha, s, type_starts, beta, work[0],
-                                        work[1], k_star)
 
 
 @numba.njit(cache=True)
