@@ -96,16 +96,18 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
 
 @numba.njit(cache=True, error_model="numpy")
 def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
-           s0: np.ndarray, rows) -> None:
+           s0: np.ndarray, rows: tuple[int, ...] | range) -> None:
     """:func:`project_block`'s solve for a block with a group over its capacity; ``s0`` are
-    the groups' ``g(0)``, ``above`` whether an entry exceeds its cap, ``n = len(rows)``.
+    the groups' ``g(0)``, ``n = len(rows)`` their entries.
 
-    Per group: theta on g's first linear piece in closed form, else by the bracket search
-    (``n <= SMALL_GROUP``) or :func:`_theta_sorted`; then the clip at theta and the rescaling
-    of the rounding excess. Branch-free for small groups: with ``rows`` a tuple (``n`` a
-    compile-time constant) the loops over the entries unroll and LLVM vectorises the loop over
-    the groups (everything of a group in registers; written as one function because calls
-    this large are not inlined, and each helper would cost its own compilation).
+    Per group: theta on g's first linear piece in closed form where it lies there, else by the
+    bracket search (``n <= SMALL_GROUP``; computed for every group, before the first piece so
+    that fewer values stay live across it) or :func:`_theta_sorted`; then the clip at theta
+    and the rescaling of the rounding excess. Branch-free for small groups: with ``rows`` a
+    tuple (``n`` a compile-time constant) the loops over the entries unroll and LLVM
+    vectorises the loop over the groups (everything of a group in registers; written as one
+    function because calls this large are not inlined, and each helper would cost its own
+    compilation).
 
     The bracket search: g is non-increasing (also as computed: each clip and each rounded
     addition is monotone), so the largest breakpoint ``lo`` with ``g > c`` (or 0, where
@@ -122,18 +124,8 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
             above |= Z[i, g] > A[i, g]
     for g in range(Z.shape[1]):
         cg, sg = c[g], s0[g]
-        m, first = 0.0, math.inf  # first piece: g(theta) = s0 - m theta
-        for i in range(n):
-            zi, ai = Z[i, g], A[i, g]
-            d = zi - ai
-            first = min(first, min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
-            m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
-        t1 = (sg - cg) / m
-        ok = (m > 0.0) & (t1 <= first)
-        if n > SMALL_GROUP:
-            if (sg > cg) & (not ok):
-                t1 = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
-        else:
+        t2 = 0.0  # theta by the bracket search (first: fewer values live across it)
+        if n <= SMALL_GROUP:
             ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf): where no hi is met
             for i in range(1, n):
                 ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
@@ -149,7 +141,17 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
                     lo, glo = (b, gv) if up else (lo, glo)
                     hi, ghi = (b, gv) if down else (hi, ghi)
             t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
-            t1 = t1 if ok else t2
+        m, first = 0.0, math.inf  # first piece: g(theta) = s0 - m theta
+        for i in range(n):
+            zi, ai = Z[i, g], A[i, g]
+            d = zi - ai
+            first = min(first, min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
+            m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
+        t1 = (sg - cg) / m
+        ok = (m > 0.0) & (t1 <= first)
+        if (n > SMALL_GROUP) & (sg > cg) & (not ok):
+            t2 = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
+        t1 = t1 if ok else t2
         theta = t1 if sg > cg else 0.0  # within capacity: the clip
         tot = 0.0
         for i in range(n):
