@@ -8,6 +8,7 @@ zero caps, zero capacities, negative entries, ties."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import gymnasium as gym
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import schedgym  # noqa: F401  (registers the env ids)
-from schedgym.core.projection import SMALL_GROUP, project_capped_simplex
+from schedgym.core.projection import SMALL_GROUP, project_capped_simplex, project_columns
 from schedgym.envs.gain_overhead import ENV_ID, dynamics
 from tests.envs.gain_overhead.test_kernel_golden import boundary_points
 
@@ -171,3 +172,36 @@ def test_no_entry_above_its_cap_equals_the_reference(n_max):
     got = project_capped_simplex(z, a, c)
     want = np.array([reference_group(z[g], a[g], c[g]) for g in range(G)])
     np.testing.assert_array_equal(got, want)
+
+
+#: SHA-256 of :func:`_non_finite_digest`'s outputs as the kernel of d458fee (before issue 11's
+#: fourth pass) computed them.
+_NON_FINITE_SHA256 = "5d2c5c75f719f3861bf7da89f29368582da92e47717aa752d10ccc9ce7fc0e13"
+
+
+def _non_finite_digest() -> str:
+    """SHA-256 of the exact projection of 240 blocks (n = 1, 2, 3, 4, 7, 20) whose ``z``,
+    caps and capacities hold a few NaN, +-inf, signed zeros, huge and subnormal values (NaNs
+    made canonical: their payload is the platform's)."""
+    rng = np.random.default_rng(2026)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, 5e-324]
+    h = hashlib.sha256()
+    for n in (1, 2, 3, 4, 7, 20):
+        for _ in range(40):
+            G = 16
+            z = rng.normal(0.5, 3.0, (n, G))
+            a = rng.uniform(0.0, 4.0, (n, G))
+            c = np.clip(z, 0.0, a).sum(axis=0) * rng.uniform(0.0, 1.2, G)
+            for arr in (z, a, c):
+                for _ in range(int(rng.integers(0, 3))):
+                    idx = tuple(int(rng.integers(0, s)) for s in arr.shape)
+                    arr[idx] = specials[int(rng.integers(len(specials)))]
+            v = project_columns(z, a, c)
+            h.update(np.where(np.isnan(v), np.nan, v).tobytes())
+    return h.hexdigest()
+
+
+def test_non_finite_inputs_keep_the_previous_kernels_bits():
+    """Bad inputs are the callers' to reject, but the kernel's answer to them did not change
+    either when the solve was restructured (issue 11): same bits as the d458fee kernel."""
+    assert _non_finite_digest() == _NON_FINITE_SHA256
