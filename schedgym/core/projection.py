@@ -150,7 +150,7 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
         t1 = (sg - cg) / m
         ok = (m > 0.0) & (t1 <= first)
         if (n > SMALL_GROUP) & (sg > cg) & (not ok):
-            t2 = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
+            t2 = _theta_sorted(Z[:, g], A[:, g], Z.shape[0], cg, sg)  # n not a literal here
         t1 = t1 if ok else t2
         theta = t1 if sg > cg else 0.0  # within capacity: the clip
         tot = 0.0
