@@ -20,7 +20,9 @@ Prints, on this machine and in one process (``schedgym bench gain_overhead`` run
 Rates are in wall-clock and in CPU time of this process (``time.process_time``); ratios use CPU
 time on both sides, which stays meaningful when other work shares the machine. Every env rate
 (CartPole's too) is the fastest of 5 consecutive chunks of its run: on the shared host a mean
-over the whole run moved a ratio by up to 2x between runs.
+over the whole run moved a ratio by up to 2x between runs. Each figure's ratio is taken against
+CartPole chunks run alternately with its own chunks (fastest of each), so that a change of the
+host's speed between figures moves both sides.
 
 Usage: ``python benchmarks/bench_gain_overhead.py [--steps N] [--authors PATH]
 [--skip-headline] [--large-scale]``
@@ -83,26 +85,40 @@ def compile_time() -> list[tuple[float, float]]:
 CHUNKS = 5
 
 
-def rate(step: Callable[[int], Any], n: int, per_call: int = 1, chunks: int = CHUNKS
-         ) -> tuple[float, float]:
+def rate(step: Callable[[int], Any], n: int, per_call: int = 1, chunks: int = CHUNKS,
+         ref: tuple[Callable[[int], Any], int] | None = None) -> tuple[float, float, float]:
     """(wall-clock, CPU-time) items per second of ``step(i)`` over ``i < n``, each the fastest
     of ``chunks`` consecutive chunks of ``n / chunks`` calls: the min of trials, which
     estimates the undisturbed speed on a shared host (a mean over the whole run moved a ratio
-    by up to 2x between runs); CartPole and every schedgym figure are measured the same way."""
+    by up to 2x between runs); CartPole and every schedgym figure are measured the same way.
+
+    With ``ref = (ref_step, ref_n)`` a chunk of the reference (``ref_n / chunks`` calls of
+    ``ref_step``, CartPole's step) runs before each chunk, and the third value is the
+    reference's CPU-time rate over those chunks (NaN without ``ref``): a ratio of the two is
+    taken over the same stretch of time, so a change of the host's speed between figures (it
+    moved CartPole alone 46k-87k steps/s between runs) moves both sides."""
     size = max(n // chunks, 1)
-    wall = cpu = math.inf
+    wall = cpu = ref_cpu = math.inf
+    ref_size = max(ref[1] // chunks, 1) if ref is not None else 1
     for chunk in range(chunks):
+        if ref is not None:
+            c0 = time.process_time()
+            for i in range(chunk * ref_size, (chunk + 1) * ref_size):
+                ref[0](i)
+            ref_cpu = min(ref_cpu, time.process_time() - c0)
         t0, c0 = time.perf_counter(), time.process_time()
         for i in range(chunk * size, (chunk + 1) * size):
             step(i)
         wall = min(wall, time.perf_counter() - t0)
         cpu = min(cpu, time.process_time() - c0)
-    return size * per_call / wall, size * per_call / max(cpu, 1e-9)
+    return (size * per_call / wall, size * per_call / max(cpu, 1e-9),
+            ref_size / max(ref_cpu, 1e-9) if ref is not None else math.nan)
 
 
-def env_rate(env: gym.Env, actions: list, n: int, chunks: int = CHUNKS) -> tuple[float, float]:
-    """Steps/s of ``env`` over the pre-generated ``actions`` (one untimed step first, so that a
-    kernel compiled or loaded on first use is not counted; compile time is reported apart)."""
+def stepper(env: gym.Env, actions: list) -> Callable[[int], None]:
+    """``step(i)``: one step of ``env`` with ``actions[i % len(actions)]``, resetting at an
+    episode's end; one untimed step first, so that a kernel compiled or loaded on first use is
+    not counted (compile time is reported apart)."""
     env.reset(seed=0)
     env.step(actions[0])
     env.reset(seed=0)
@@ -112,16 +128,22 @@ def env_rate(env: gym.Env, actions: list, n: int, chunks: int = CHUNKS) -> tuple
         if term or trunc:
             env.reset()
 
-    return rate(step, n, chunks=chunks)
+    return step
 
 
-def vec_rate(venv: gym.vector.VectorEnv, actions: list, n: int, chunks: int = CHUNKS
-             ) -> tuple[float, float]:
-    """Env-steps/s of the batched ``venv`` (one untimed step first, as :func:`env_rate`)."""
+def env_rate(env: gym.Env, actions: list, n: int, chunks: int = CHUNKS,
+             ref: tuple[Callable[[int], Any], int] | None = None) -> tuple[float, float, float]:
+    """Steps/s of ``env`` over the pre-generated ``actions`` (:func:`stepper`, :func:`rate`)."""
+    return rate(stepper(env, actions), n, chunks=chunks, ref=ref)
+
+
+def vec_rate(venv: gym.vector.VectorEnv, actions: list, n: int, chunks: int = CHUNKS,
+             ref: tuple[Callable[[int], Any], int] | None = None) -> tuple[float, float, float]:
+    """Env-steps/s of the batched ``venv`` (one untimed step first, as :func:`stepper`)."""
     venv.reset(seed=0)
     venv.step(actions[0])
     venv.reset(seed=0)
-    return rate(lambda i: venv.step(actions[i % len(actions)]), n, venv.num_envs, chunks)
+    return rate(lambda i: venv.step(actions[i % len(actions)]), n, venv.num_envs, chunks, ref)
 
 
 def fairness_actions(env: gym.Env, n: int) -> list[np.ndarray]:
@@ -238,8 +260,8 @@ class _CallTimer:
         return self.spent / max(self.calls, 1) - self.inside
 
 
-def kernel_split(run: Callable[[], tuple[float, float]], per_call: int = 1) -> tuple[float,
-                                                                                  float]:
+def kernel_split(run: Callable[[], tuple[float, float, float]], per_call: int = 1
+                 ) -> tuple[float, float]:
     """``(step, kernel)`` CPU us per env-step of ``run()`` (a :func:`env_rate` or
     :func:`vec_rate` call) with :func:`dynamics.score_action` and :func:`dynamics.score_batch`
     (the compiled projection + reward the env calls) timed in place: the same calls on the same
@@ -267,8 +289,9 @@ def ogasched_split(n: int) -> tuple[float, float]:
 
 
 def throughput(steps: int) -> None:
-    cart_rates = env_rate(gym.make("CartPole-v1"), [0, 1] * 50, 10 * steps)
-    cart_cpu = cart_rates[1]
+    cart = stepper(gym.make("CartPole-v1"), [0, 1] * 50)
+    ref = (cart, 2 * steps)  # a CartPole chunk before each chunk of every figure (rate's ref)
+    cart_rates = rate(cart, 10 * steps)
     env = gym.make(ENV_ID)
     inst: GainOverheadInstance = env.unwrapped.instance  # type: ignore[attr-defined]
     rng = np.random.default_rng(0)
@@ -279,14 +302,15 @@ def throughput(steps: int) -> None:
     print(f"{'env (steps/s; batched: env-steps/s)':46s} {'wall':>9s} {'CPU-time':>9s} "
           f"{'x CartPole (CPU)':>17s}")
 
-    def row(label: str, rates: tuple[float, float]) -> float:
-        print(f"{label:46s} {rates[0]:9.0f} {rates[1]:9.0f} {rates[1] / cart_cpu:17.3f}")
+    def row(label: str, rates: tuple[float, float, float]) -> float:
+        ratio = rates[1] / (cart_rates[1] if math.isnan(rates[2]) else rates[2])
+        print(f"{label:46s} {rates[0]:9.0f} {rates[1]:9.0f} {ratio:17.3f}")
         return 1e6 / rates[1]
 
     row("CartPole-v1", cart_rates)
     split: dict[str, tuple[float, float]] = {}
     for label, pool in (("random", rand), ("Fairness", fair)):
-        row(f"GainOverhead-v0, {label} actions", env_rate(env, pool, steps))
+        row(f"GainOverhead-v0, {label} actions", env_rate(env, pool, steps, ref=ref))
         split[f"single env, {label} actions"] = kernel_split(
             lambda pool=pool: env_rate(env, pool, steps, 1))  # type: ignore[misc]
     for n_vec, modes in ((64, ("vector_entry_point", "sync")),):
@@ -295,7 +319,7 @@ def throughput(steps: int) -> None:
             for label, pool in (("random", rand), ("Fairness", fair)):
                 acts = [np.stack([pool[(i + j) % 64] for j in range(n_vec)]) for i in range(8)]
                 n = max(steps // n_vec, 20)
-                row(f"  x{n_vec} {mode}, {label} actions", vec_rate(venv, acts, n))
+                row(f"  x{n_vec} {mode}, {label} actions", vec_rate(venv, acts, n, ref=ref))
                 if mode == "vector_entry_point":
                     split[f"x{n_vec} native, {label} actions"] = kernel_split(
                         lambda v=venv, a=acts, n=n: vec_rate(v, a, n, 1),  # type: ignore[misc]
@@ -306,6 +330,8 @@ def throughput(steps: int) -> None:
         print(f"{label:50s} {step_us:7.1f} {kernel_us:7.1f} {step_us - kernel_us:7.1f}")
     print("(kernel: dynamics.score_action / score_batch, the compiled projection + reward; "
           "rest: everything else of a step; the timer's own cost taken off both)")
+    print("x CartPole: each figure against CartPole chunks interleaved with its own chunks "
+          "(fastest chunk of each); CartPole's row: its own run")
 
 
 def main() -> None:
