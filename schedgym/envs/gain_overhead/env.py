@@ -26,7 +26,7 @@ from schedgym.core.envbase import (
     validate_action,
 )
 from schedgym.core.validation import check_bool, check_choice, check_float
-from schedgym.envs.gain_overhead import actions, dynamics, fastpath, viewer
+from schedgym.envs.gain_overhead import actions, dynamics, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
 from schedgym.envs.gain_overhead.types import GainOverheadInstance, GainOverheadParams
 from schedgym.envs.gain_overhead.viewer import RenderState
@@ -387,12 +387,12 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         if t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
         x = self._arrivals[t]
+        util32 = np.empty(self._n_util, dtype=np.float32)  # the next observation's utilization
         if self._alloc_mode:  # one compiled call: check, clip, decode, score
             if not (type(action) is np.ndarray and action.shape == self._action_shape
                     and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
                 action = as_action(action, self._n_action)
             # the float32 observation and np.add.reduce(util)'s bits come in the same call
-            util32 = np.empty(self._n_util, dtype=np.float32)
             bad, y, util, stats = dynamics.score_action(self.instance, action, x, util32)
             if bad >= 0:
                 raise nonfinite_action(np.asarray(action, dtype=np.float64), bad)
@@ -403,8 +403,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             y, util = out.y[0], out.utilization[0]
             dist, gain, penalty = float(out.distance[0]), float(out.gain[0]), float(out.penalty[0])
             # the float32 observation and np.add.reduce(util)'s bits in one compiled pass
-            util32 = np.empty(self._n_util, dtype=np.float32)
-            used = fastpath.float32_and_sum(util, util32)
+            used = dynamics.float32_and_sum(util, util32)
         self._util = util
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {

@@ -1,9 +1,8 @@
 """Compiled helpers of the env's and the native vector env's own work around the kernels of
 :mod:`.dynamics`: the vector env's action checks, clipping and ``"allocation"`` decode (with
-its finite check) of all copies in one call (:mod:`.vector`), and the float32 utilization
-observation with the info's utilization sum in one call (:func:`float32_and_sum`, defined in
-:mod:`.dynamics`, whose single-env step kernel calls it; the vector env's cast is
-:func:`to_float32`).
+its finite check) of all copies in one call (:mod:`.vector`), and the vector env's float32
+utilization observation (:func:`to_float32`; the single env's, with the info's utilization sum,
+is :func:`.dynamics.float32_and_sum`, which its step kernel calls).
 
 Each row is treated with the single env's own formula (:func:`.dynamics.clip_decode_unit`, the
 map its fused step applies), so a copy of the vector env and a single env give the same bits. The
@@ -16,9 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from schedgym.envs.gain_overhead.dynamics import clip_decode_unit, float32_and_sum
-
-__all__ = ["clip_decode_rows", "clip_rows", "first_nonfinite", "float32_and_sum", "to_float32"]
+from schedgym.envs.gain_overhead.dynamics import clip_decode_unit
 
 
 @numba.njit(cache=True)

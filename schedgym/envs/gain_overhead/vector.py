@@ -237,11 +237,10 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         z, clip = self._decode(live, a, x)
         out = dynamics.score_batch(self.instance, z, x)
         util = out.utilization.reshape(live.size, -1)
-        util32 = np.empty(util.shape, dtype=np.float32)  # the next observation's
-        fastpath.to_float32(util, util32)
         self._t[live] = slots + 1
         if live.size == N:
-            self._util, self._util32 = util, util32
+            self._util, self._util32 = util, np.empty(util.shape, dtype=np.float32)
+            fastpath.to_float32(util, self._util32)  # the next observation's
         else:  # step() renews _util32 after the resets
             self._util[live] = util
         truncated[live] = slots + 1 >= self.horizon

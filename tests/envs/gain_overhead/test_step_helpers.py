@@ -1,4 +1,4 @@
-"""The compiled helpers around GainOverhead's step kernels (:mod:`.fastpath`) and the single
+"""The compiled helpers around GainOverhead's step kernels (:mod:`.dynamics`) and the single
 env's shortcuts, each against the numpy expression it replaces, bit for bit: the float32
 utilization observation and numpy's pairwise sum of it (``np.add.reduce``, the info's
 ``utilization``), the vector env's finite check, the observed-arrivals table and
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from schedgym.core.envbase import encode_unit
-from schedgym.envs.gain_overhead import dynamics, fastpath
+from schedgym.envs.gain_overhead import dynamics
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
 #: Lengths around numpy's pairwise-summation boundaries (8-way unrolling, blocks of 128, the
@@ -32,9 +32,9 @@ def test_the_sum_has_the_bits_of_numpy(n):
     rng = np.random.default_rng(n)
     out = np.empty(n, dtype=np.float32)
     for a in _arrays(n, rng):
-        assert fastpath.float32_and_sum(a, out) == float(np.add.reduce(a))
+        assert dynamics.float32_and_sum(a, out) == float(np.add.reduce(a))
     # numpy's reduction starts from 0.0: a total of -0.0 entries is +0.0
-    total = fastpath.float32_and_sum(np.full(n, -0.0), out)
+    total = dynamics.float32_and_sum(np.full(n, -0.0), out)
     assert np.float64(total).tobytes() == np.add.reduce(np.full(n, -0.0)).tobytes()
     # a sequential sum differs on these values, so the test can tell the orders apart
     if n >= 1000:
@@ -51,7 +51,7 @@ def test_float32_and_sum_equals_astype_and_reduce(shape):
     for a in _arrays(int(np.prod(shape)), rng):
         src = a.reshape(shape)
         out = np.full(src.size, np.nan, dtype=np.float32)
-        total = fastpath.float32_and_sum(src, out)
+        total = dynamics.float32_and_sum(src, out)
         np.testing.assert_array_equal(out, src.reshape(-1).astype(np.float32), strict=True)
         assert total == float(np.add.reduce(src.reshape(-1)))
         assert np.float64(total).tobytes() == np.add.reduce(src.reshape(-1)).tobytes()
