@@ -28,7 +28,7 @@ import numpy as np
 
 from schedgym.core.pairwise import np_sum
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
-from schedgym.core.utilities import map_flat
+from schedgym.core.utilities import LINEAR, map_flat, value_one
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -37,10 +37,6 @@ FEASIBILITY_TOL = 1e-6
 #: A start index that numba types as int64, not as the literal 0 (a literal argument compiles
 #: a second specialisation of ``np_sum``).
 _ZERO: Any = np.int64(0)
-#: ``score_action``'s float32 utilization buffer when the caller wants none (never written).
-_NO_UTIL32 = np.empty(0, dtype=np.float32)
-#: ``reward_parts``' squared distances: none (the reward kernel then sums nothing alongside).
-_NO_SQ = np.empty(0)
 
 
 @dataclass(frozen=True)
@@ -69,47 +65,6 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
         if w > best:
             best_k, best = k, w
     return best_k, best
-
-
-@numba.njit(cache=True)
-def _row_sums(v: np.ndarray, n_cols: int, out: np.ndarray, w: np.ndarray) -> float:
-    """``out[i] = sum_j v[i * n_cols + j]`` for each row ``i`` of the flat row-major ``v``
-    ``(out.size * n_cols,)``, summed over ``j`` in order starting at 0.0; returns the sum of
-    ``w`` (``v``'s size, or empty: then 0.0) over its entries in order from 0.0.
-
-    Eight rows at a time as eight independent chains: a row of a few entries (K = 6) summed on
-    its own costs a loop per row. The sum of ``w`` (the step's squared projection distances) is
-    one long chain whose every addition waits for the last, too slow alone (~4 cycles an
-    entry): added in the same loop, over the same entries, the out-of-order core runs the row
-    sums in its shadow. Indices are cast to unsigned, so numba emits no negative-index
-    wraparound (which it must for a signed index it cannot prove non-negative)."""
-    n_rows, at, total, chained = out.size, 0, 0.0, w.size > 0
-    while at + 8 <= n_rows:
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-        for j in range(n_cols):
-            q = at * n_cols + j
-            a0 += v[np.uint64(q)]
-            a1 += v[np.uint64(q + n_cols)]
-            a2 += v[np.uint64(q + 2 * n_cols)]
-            a3 += v[np.uint64(q + 3 * n_cols)]
-            a4 += v[np.uint64(q + 4 * n_cols)]
-            a5 += v[np.uint64(q + 5 * n_cols)]
-            a6 += v[np.uint64(q + 6 * n_cols)]
-            a7 += v[np.uint64(q + 7 * n_cols)]
-        if chained:
-            for q in range(at * n_cols, (at + 8) * n_cols):
-                total += w[np.uint64(q)]
-        out[at], out[at + 1], out[at + 2], out[at + 3] = a0, a1, a2, a3
-        out[at + 4], out[at + 5], out[at + 6], out[at + 7] = a4, a5, a6, a7
-        at += 8
-    for i in range(at, n_rows):
-        a0 = 0.0
-        for j in range(n_cols):
-            a0 += v[np.uint64(i * n_cols + j)]
-            if chained:
-                total += w[np.uint64(i * n_cols + j)]
-        out[i] = a0
-    return total
 
 
 @numba.njit(cache=True)
@@ -148,46 +103,77 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
 
 
 @numba.njit(cache=True)
-def _reward_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha: np.ndarray, s: float,
-                   type_starts: np.ndarray, beta: np.ndarray, type_gain: np.ndarray,
-                   type_pen: np.ndarray, k_star: np.ndarray, sq: np.ndarray
-                   ) -> tuple[float, float, float]:
-    """Fills the per-type parts ``(L,)`` and returns ``(gain, penalty, sum of sq)``; the one
-    reward formula. ``sq``: the step's squared distances ``(E * K,)`` (or empty), summed in
-    order alongside (:func:`_row_sums`).
+def _score_pair(two: bool, v0: np.ndarray, z0: np.ndarray, y0: np.ndarray, x0: np.ndarray,
+                p0: np.ndarray, v1: np.ndarray, z1: np.ndarray, y1: np.ndarray, x1: np.ndarray,
+                p1: np.ndarray, edge_start: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+                s: float, type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
+                ) -> tuple[float, float, float, float, float, float]:
+    """The one reward formula, for one copy or two (``two``) in one pass: copy ``c``'s
+    allocation is read from ``v_c`` (flat, channel ``e``'s ``K`` resources at ``edge_start[e] +
+    k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``) and copied to
+    ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets the
+    per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is the point before the
+    projection. Returns ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros
+    without ``two``; the copy-1 arguments are then ignored). ``tot``: ``(2, K)`` scratch.
 
-    The gain of an edge (``sum_k f(y)``, over ``k`` in order) is summed for all edges in one
-    pass (:func:`_row_sums`), then over each type's edges in order; the totals ``Y^k`` are
-    summed over the type's edges in order (:func:`_column_sums`). ``y`` C-contiguous."""
-    n_types, (n_edges, n_res) = type_starts.size, y.shape
-    yf = y.reshape(-1)
-    edge_gain, tot = np.empty(n_edges), np.empty(n_res)
-    total_sq = _row_sums(map_flat(False, codes.reshape(-1), alpha.reshape(-1), yf, s), n_res,
-                         edge_gain, sq)
-    gain, penalty = 0.0, 0.0
+    Every sum runs in one fixed order from 0.0: a channel's gain ``sum_k f(y)`` over ``k``, a
+    type's gain over its channels, ``Y_l^k`` over the type's channels, the squared distance
+    over the entries in row-major ``(e, k)`` order, gain and penalty over the types. The
+    distance's sum is one chain of dependent additions (a few cycles each); the second copy's
+    chain runs beside the first's, and the other work of the pass fills the wait."""
+    n_types, n_res, n_edges = type_starts.size, beta.size, edge_start.size
+    linear = codes.size == 0 or (codes.min() == LINEAR and codes.max() == LINEAR)
+    g0 = pen0 = d0 = g1 = pen1 = d1 = 0.0
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
-        tg = 0.0
+        for k in range(n_res):
+            tot[0, k] = 0.0
+            tot[1, k] = 0.0
+        tg0 = tg1 = 0.0
         for e in range(lo, hi):
-            tg += edge_gain[np.uint64(e)]
-        _column_sums(yf, n_res, lo, hi, tot)
-        k_star[l], type_pen[l] = _argmax_weighted(tot, beta)
-        type_gain[l] = tg
-        gain += x[l] * tg
-        penalty += x[l] * type_pen[l]
-    return gain, penalty, total_sq
+            p, q = np.uint64(edge_start[e]), np.uint64(e * n_res)
+            eg0 = eg1 = 0.0
+            for k in range(n_res):
+                pk, qk = p + np.uint64(k), q + np.uint64(k)
+                c, a = codes[qk], alpha[qk]
+                v = v0[pk]
+                y0[qk] = v
+                d0 += (v - z0[qk]) ** 2
+                eg0 += a * v if linear else value_one(c, a, v, s)
+                tot[0, k] += v
+                if two:
+                    w = v1[pk]
+                    y1[qk] = w
+                    d1 += (w - z1[qk]) ** 2
+                    eg1 += a * w if linear else value_one(c, a, w, s)
+                    tot[1, k] += w
+            tg0 += eg0
+            tg1 += eg1
+        k0, pn0 = _argmax_weighted(tot[0], beta)
+        p0[0, l], p0[1, l], p0[2, l] = tg0, pn0, k0
+        g0 += x0[l] * tg0
+        pen0 += x0[l] * pn0
+        if two:
+            k1, pn1 = _argmax_weighted(tot[1], beta)
+            p1[0, l], p1[1, l], p1[2, l] = tg1, pn1, k1
+            g1 += x1[l] * tg1
+            pen1 += x1[l] * pn1
+    return g0, pen0, d0, g1, pen1, d1
 
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
-    L, k = inst.n_types, inst.kernel_arrays
-    type_gain, type_pen, k_star = np.empty(L), np.empty(L), np.empty(L, dtype=np.int64)
-    gain, penalty, _ = _reward_kernel(
-        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), k.codes,
-        k.alpha, k.reciprocal_scale, k.type_starts, k.beta, type_gain,
-        type_pen, k_star, _NO_SQ)
-    return RewardParts(gain - penalty, gain, penalty, type_gain, type_pen, k_star)
+    k = inst.kernel_arrays
+    yf = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+    parts = np.empty((3, inst.n_types))
+    gain, penalty, *_ = _score_pair(
+        False, yf, yf, np.empty(yf.size), np.asarray(x, dtype=np.float64), parts, yf, yf, yf,
+        parts[0], parts, np.arange(inst.n_edges) * inst.n_resources, k.codes.reshape(-1),
+        k.alpha.reshape(-1), k.reciprocal_scale, k.type_starts, k.beta,
+        np.empty((2, inst.n_resources)))
+    return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
+                       parts[2].astype(np.int64))
 
 
 def reward(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> float:
@@ -237,25 +223,26 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 
 @numba.njit(cache=True)
-def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_size: np.ndarray,
-                   caps: np.ndarray, capacity: np.ndarray, y: np.ndarray, load: np.ndarray
-                   ) -> None:
-    """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
+def _move_channels(src: np.ndarray, src_start: np.ndarray, dst: np.ndarray,
+                   dst_start: np.ndarray, n_res: int) -> None:
+    """``dst[dst_start[e] + k] = src[src_start[e] + k]`` for every channel ``e`` and resource
+    ``k < n_res``: the permutation between the row-major ``(E, K)`` layout (``start = e K``) and
+    the projection plan's block buffer (``start = edge_start``), ``K`` contiguous entries per
+    channel. Unsigned indices: no negative-index wraparound select."""
+    for e in range(src_start.size):
+        p, q = np.uint64(src_start[e]), np.uint64(dst_start[e])
+        for k in range(n_res):
+            dst[q + np.uint64(k)] = src[p + np.uint64(k)]
 
-    ``entries, groups, per_size, caps, capacity``: the fields of the instance's
-    :class:`~.types.ProjectionPlan`, from its writable copies (``kernel_arrays.plan``: with the
-    read-only originals numba would compile the whole solver a second time). ``z`` is permuted
-    into the plan's block buffer (the groups of the instances with ``n`` channels are the
-    columns of one ``(n, G_n)`` block), which :func:`~schedgym.core.projection.project_block`
-    projects block by block, and the result is permuted back.
-    """
-    zf, yf, lf = z.reshape(-1), y.reshape(-1), load.reshape(-1)
-    n_res, size, n_cols = z.shape[1], entries.size, capacity.size
-    buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
-    zb, vb = buf[:size], buf[size:2 * size]
-    lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
-    for p in range(size):  # unsigned indices (the plan's are >= 0): no wraparound select
-        zb[p] = zf[np.uint64(entries[p])]
+
+@numba.njit(cache=True)
+def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
+                    work: np.ndarray) -> None:
+    """Exact projection of the block buffer ``zb`` ``(E K,)`` (the plan's layout) into ``vb``;
+    ``lb`` gets the load of each block column (``(sum_n G_n,)``); ``work``: ``WORK_ROWS`` times
+    the largest block's columns of scratch. Block ``n`` (groups of ``n`` channels, ``(n,
+    G_n)``) at a time by :func:`~schedgym.core.projection.project_block`."""
+    per_size, caps, capacity = plan[2], plan[3], plan[4]
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
@@ -266,12 +253,36 @@ def _project_slots(z: np.ndarray, entries: np.ndarray, groups: np.ndarray, per_s
                       capacity[cols], vb[block].reshape((n, n_groups)), lb[cols],
                       work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
         at, at_g = at + n * n_groups, at_g + n_groups
-    for p in range(size):
-        yf[np.uint64(entries[p])] = vb[p]
-    for q in range(lf.size):  # instances without channels use nothing
+
+
+@numba.njit(cache=True)
+def _spread_load(lb: np.ndarray, groups: np.ndarray, lf: np.ndarray) -> None:
+    """``lf`` ``(R K,)`` = the load of every (instance, resource): the block columns' loads
+    ``lb`` at ``groups``, 0 for instances without channels."""
+    for q in range(lf.size):
         lf[q] = 0.0
     for q in range(groups.size):
         lf[np.uint64(groups[q])] = lb[q]
+
+
+@numba.njit(cache=True)
+def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) -> None:
+    """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
+
+    ``plan``: the instance's :class:`~.types.ProjectionPlan` as a tuple of its writable copies
+    (``kernel_arrays.plan``: with the read-only originals numba would compile the whole solver a
+    second time). ``z`` is moved into the plan's block buffer (the groups of the instances with
+    ``n`` channels are the columns of one ``(n, G_n)`` block), projected block by block, and
+    moved back."""
+    n_res, size, n_cols = z.shape[1], plan[0].size, plan[4].size
+    rows = np.arange(z.shape[0]) * n_res
+    buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
+    zb, vb = buf[:size], buf[size:2 * size]
+    lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
+    _move_channels(z.reshape(-1), rows, zb, plan[5], n_res)
+    _project_blocks(zb, plan, n_res, vb, lb, work)
+    _move_channels(vb, plan[5], y.reshape(-1), rows, n_res)
+    _spread_load(lb, plan[1], load.reshape(-1))
 
 
 def project_grouped(
@@ -283,7 +294,7 @@ def project_grouped(
     if method == "exact":
         y, load = np.empty(shape), np.empty((inst.n_instances, inst.n_resources))
         zz = np.ascontiguousarray(z, dtype=np.float64).reshape(shape)
-        _project_slots(zz, *inst.kernel_arrays.plan, y, load)
+        _project_slots(zz, inst.kernel_arrays.plan, y, load)
         return y, load
     if method == "paper":
         zt = np.asarray(z, dtype=np.float64).ravel()[inst.group_gather]
@@ -309,7 +320,7 @@ def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
                    plan: tuple, n_inst: int) -> np.ndarray:
     z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta, eta, True)
     out, load = np.empty(y.shape), np.empty((n_inst, y.shape[1]))
-    _project_slots(z, plan[0], plan[1], plan[2], plan[3], plan[4], out, load)
+    _project_slots(z, plan, out, load)
     return out
 
 
@@ -321,76 +332,6 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
     return _ascent_kernel(
         np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), float(eta),
         k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, k.plan, inst.n_instances)
-
-
-@dataclass(frozen=True)
-class BatchOutcome:
-    """One slot of ``N`` copies: applied allocations ``y`` ``(N, E, K)`` (resource units),
-    ``utilization`` ``(N, R, K)`` in [0, 1], and ``(N,)`` arrays ``distance`` (Euclidean distance
-    the projection moved the allocation, resource units), ``gain``, ``penalty``, ``reward``."""
-
-    y: np.ndarray
-    utilization: np.ndarray
-    distance: np.ndarray
-    gain: np.ndarray
-    penalty: np.ndarray
-
-    @property
-    def reward(self) -> np.ndarray:
-        """``gain - penalty`` per copy, ``(N,)``."""
-        return self.gain - self.penalty
-
-
-@numba.njit(cache=True)
-def _score_one(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
-               codes: np.ndarray, alpha: np.ndarray,
-               s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-               util: np.ndarray, stats: np.ndarray, work: np.ndarray, k_star: np.ndarray,
-               sq: np.ndarray) -> None:
-    """Projects ``z`` (E, K) onto Y into ``y`` and scores it against ``x`` (L,): ``util`` (R, K)
-    gets the utilization, ``stats[:3] = (distance, gain, penalty)``; ``work`` (2, L), ``k_star``
-    (L,) and ``sq`` (E * K,) are scratch; ``plan``: the instance's ``ProjectionPlan`` as a
-    tuple. The one step formula of the env and the vector env (all arrays C-contiguous)."""
-    _project_slots(z, plan[0], plan[1], plan[2], plan[3], plan[4], y, util)
-    uf, cf, yf, zf = util.reshape(-1), inv_cap.reshape(-1), y.reshape(-1), z.reshape(-1)
-    for i in range(uf.size):  # flat loops: a 2-D one with K = 6 inner steps does not vectorise
-        uf[i] = min(uf[i] * cf[i], 1.0)
-    for i in range(yf.size):  # the squares in a pass that vectorises, summed in row-major
-        sq[i] = (yf[i] - zf[i]) ** 2  # (e, k) order inside the reward's edge-gain pass
-    stats[1], stats[2], total = _reward_kernel(x, y, codes, alpha, s, type_starts, beta,
-                                               work[0], work[1], k_star, sq)
-    stats[0] = np.sqrt(total)
-
-
-@numba.njit(cache=True)
-def _score_batch(z: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
-                 codes: np.ndarray, alpha: np.ndarray,
-                 s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-                 util: np.ndarray, stats: np.ndarray) -> None:
-    """:func:`_score_one` for each copy ``i`` of ``z`` (N, E, K) against ``x[i]``."""
-    work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
-    sq = np.empty(z[0].size)
-    for i in range(z.shape[0]):
-        _score_one(z[i], x[i], plan, inv_cap, codes, alpha, s, type_starts, beta, y[i],
-                   util[i], stats[i], work, ks, sq)
-
-
-def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
-    """Project ``z`` ``(N, E, K)`` (pre-projection allocations in resource units, e.g. decoded
-    actions) onto Y and score each copy against its arrivals ``x`` ``(N, L)``.
-
-    The vector env's step; the single env's (:func:`score_action`) runs the same compiled
-    formula, so one copy gives the same bits as N.
-    """
-    E, K, R = inst.n_edges, inst.n_resources, inst.n_instances
-    zz = np.ascontiguousarray(z, dtype=np.float64).reshape(-1, E, K)
-    n = zz.shape[0]
-    y, util, stats = np.empty((n, E, K)), np.empty((n, R, K)), np.empty((n, 3))
-    k = inst.kernel_arrays
-    _score_batch(zz, np.ascontiguousarray(x, dtype=np.float64).reshape(n, -1), k.plan,
-                 k.inverse_capacities, k.codes, k.alpha, k.reciprocal_scale, k.type_starts,
-                 k.beta, y, util, stats)
-    return BatchOutcome(y, util, stats[:, 0], stats[:, 1], stats[:, 2])
 
 
 @numba.njit(cache=True)
@@ -427,65 +368,138 @@ def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     return moved
 
 
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One slot of ``N`` copies: applied allocations ``y`` ``(N, E, K)`` (resource units),
+    ``utilization`` ``(N, R, K)`` in [0, 1], and ``(N,)`` arrays ``distance`` (Euclidean distance
+    the projection moved the allocation, resource units), ``gain``, ``penalty``, ``reward``."""
+
+    y: np.ndarray
+    utilization: np.ndarray
+    distance: np.ndarray
+    gain: np.ndarray
+    penalty: np.ndarray
+
+    @property
+    def reward(self) -> np.ndarray:
+        """``gain - penalty`` per copy, ``(N,)``."""
+        return self.gain - self.penalty
+
+
 @numba.njit(cache=True)
-def float32_and_sum(src: np.ndarray, out: np.ndarray) -> float:
-    """``out[:] = src.ravel().astype(np.float32)`` (``src`` C-contiguous float64, ``out`` flat
-    float32 of ``src.size``) and return ``float(np.add.reduce(src.ravel()))`` with numpy's bits:
-    the step's utilization observation and the numerator of ``info["utilization"]`` in one call.
-
-    The sum is :func:`~schedgym.core.pairwise.np_sum` (numpy's pairwise order)
-    added to 0.0, numpy's starting value of the reduction (which turns a ``-0.0`` total into
-    ``0.0``, as ``np.add.reduce`` gives)."""
-    flat = src.reshape(src.size)
-    for i in range(flat.size):
-        out[i] = flat[i]
-    return 0.0 + np_sum(flat, _ZERO, flat.size)
+def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: np.ndarray,
+                 util32: np.ndarray) -> float:
+    """``util`` ``(R K,)`` = ``min(load / capacity, 1)`` from the block columns' loads ``lb``
+    (0 where the capacity is 0), ``util32`` the same as float32 (the observation's); returns
+    ``np.add.reduce(util)`` with numpy's bits (its pairwise order, from numpy's start value
+    0.0, which turns a ``-0.0`` total into ``0.0``): the numerator of ``info["utilization"]``."""
+    _spread_load(lb, groups, util)
+    for i in range(util.size):  # flat loops that vectorise
+        util[i] = min(util[i] * inv_cap[i], 1.0)
+    for i in range(util.size):
+        util32[i] = util[i]
+    return 0.0 + np_sum(util, _ZERO, util.size)
 
 
 @numba.njit(cache=True)
-def _step_allocation(a: np.ndarray, x: np.ndarray, upper: np.ndarray, plan: tuple,
-                     inv_cap: np.ndarray, codes: np.ndarray,
-                     alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
-                     y: np.ndarray, util: np.ndarray, stats: np.ndarray,
-                     util32: np.ndarray) -> int:
-    """Finite check, clip, decode, projection and score of one ``"allocation"``-mode action in
-    one call; returns the index of the first non-finite entry (nothing else done) or -1. With
-    ``stats`` of 5 entries, ``util32`` gets the float32 utilization and ``stats[4]`` its sum
-    (:func:`float32_and_sum`)."""
-    z = np.empty(y.shape)
-    stats[3] = clip_decode_unit(a, upper, z.reshape(-1))
-    if np.isnan(stats[3]):  # the search only when there is a bad entry
-        for i in range(a.size):
-            if not np.isfinite(a[i]):
-                return i
-    work, ks = np.empty((2, type_starts.size)), np.empty(type_starts.size, dtype=np.int64)
-    _score_one(z, x, plan, inv_cap, codes, alpha, s, type_starts, beta, y, util, stats, work,
-               ks, np.empty(z.size))
-    if stats.size > 4:
-        stats[4] = float32_and_sum(util, util32)
+def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
+               inv_cap: np.ndarray, upper: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+               s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
+               util: np.ndarray, util32: np.ndarray, stats: np.ndarray) -> int:
+    """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``. With
+    ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
+    clipped and decoded by :func:`clip_decode_unit`; without, they are the targets ``(E K,)``
+    (float64, resource units). Each copy's target is projected onto Y (:func:`_project_blocks`)
+    and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass).
+
+    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
+    ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
+    ``decode``), utilization sum). Returns -1, or the first copy whose action has a NaN/inf
+    entry (then the outputs are incomplete). The one step formula of the env and the vector env:
+    one copy gives the same bits alone as in a batch."""
+    n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
+    e_rows = np.arange(plan[5].size) * n_res
+    zs, vb, lb = np.empty((2, size)), np.empty((2, size)), np.empty((2, n_cols))
+    zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
+    parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
+    codes_f, alpha_f, inv_f = codes.reshape(-1), alpha.reshape(-1), inv_cap.reshape(-1)
+    for c0 in range(0, n, 2):
+        m = min(n - c0, 2)
+        for j in range(m):
+            c = c0 + j
+            if decode:
+                stats[c, 3] = clip_decode_unit(a[rows[c]], upper, zs[j])
+                if np.isnan(stats[c, 3]):
+                    return c
+            else:
+                zs[j, :] = a[rows[c]]
+                stats[c, 3] = 0.0
+            _move_channels(zs[j], e_rows, zb, plan[5], n_res)
+            _project_blocks(zb, plan, n_res, vb[j], lb[j], work)
+        c1 = c0 + m - 1
+        r = _score_pair(m == 2, vb[0], zs[0], y[c0], x[c0], parts[0], vb[1], zs[1], y[c1],
+                        x[c1], parts[1], plan[5], codes_f, alpha_f, s, type_starts, beta, tot)
+        for j in range(m):
+            c = c0 + j
+            stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
+            stats[c, 4] = _utilization(lb[j], plan[1], inv_f, util[c], util32[c])
     return -1
+
+
+def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
+               decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One step of ``len(rows)`` copies in one compiled call (:func:`_step_rows`): copy ``c``
+    acts with ``a[rows[c]]`` (``a`` C-contiguous ``(M, E K)``; with ``decode``
+    ``"allocation"``-mode actions, float32 or float64, else float64 targets in resource units)
+    against arrivals ``x[c]`` (``x``: ``(len(rows), L)``).
+
+    Returns ``(bad, y (n, E, K), utilization (n, R K), its float32 copy, stats (n, 5))`` with
+    ``stats`` = (projection distance, gain, penalty, clip amount, utilization sum in numpy's
+    order); ``bad`` is -1 or the first copy with a NaN/inf action entry (outputs then
+    incomplete)."""
+    n, k = rows.size, inst.kernel_arrays
+    E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
+    y, util = np.empty((n, E, K)), np.empty((n, RK))
+    util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
+    bad = _step_rows(a, rows, decode, np.ascontiguousarray(x, dtype=np.float64), k.plan,
+                     k.inverse_capacities, k.upper, k.codes, k.alpha, k.reciprocal_scale,
+                     k.type_starts, k.beta, y.reshape(n, E * K), util, util32, stats)
+    return bad, y, util, util32, stats
+
+
+def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
+    """Project ``z`` ``(N, E, K)`` (pre-projection allocations in resource units, e.g. decoded
+    actions) onto Y and score each copy against its arrivals ``x`` ``(N, L)``
+    (:func:`step_batch` without the decode)."""
+    zz = np.ascontiguousarray(z, dtype=np.float64).reshape(-1, inst.n_edges * inst.n_resources)
+    n = zz.shape[0]
+    _, y, util, _, stats = step_batch(inst, zz, np.arange(n), np.reshape(x, (n, -1)), False)
+    return BatchOutcome(y, util.reshape(n, inst.n_instances, inst.n_resources), stats[:, 0],
+                        stats[:, 1], stats[:, 2])
+
+
+#: ``score_action``'s row of the action: a batch of one.
+_ROW0 = np.zeros(1, dtype=np.int64)
 
 
 def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray,
                  util32: np.ndarray | None = None
                  ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """The single env's step in the ``"allocation"`` mode: ``a`` float64 ``(E*K,)`` (any
-    values), ``x`` ``(L,)``. Returns ``(bad, y (E, K), utilization (R, K), stats (4,))`` with
-    ``stats = (projection distance, gain, penalty, clip amount)``; ``bad`` is the index of the
-    first non-finite entry of ``a`` (then the other outputs are garbage) or -1. With ``util32``
-    (float32 ``(R * K,)``) given, it receives the utilization as float32 and ``stats`` has a
-    fifth entry, the utilization's sum in numpy's order (:func:`float32_and_sum`): the env's
-    observation and info in the same compiled call."""
-    k = inst.kernel_arrays
-    y = np.empty(inst.edge_caps.shape)
-    util = np.empty(inst.capacities.shape)
+    """The single env's step in the ``"allocation"`` mode: ``a`` float32/float64 ``(E*K,)``
+    (any values), ``x`` ``(L,)``; :func:`step_batch` for a batch of one. Returns ``(bad, y (E,
+    K), utilization (R, K), stats (4,))`` with ``stats = (projection distance, gain, penalty,
+    clip amount)``; ``bad`` is the index of the first non-finite entry of ``a`` (then the other
+    outputs are garbage) or -1. With ``util32`` (float32 ``(R * K,)``) given, it receives the
+    utilization as float32 and ``stats`` has a fifth entry, the utilization's sum in numpy's
+    order: the env's observation and info in the same compiled call."""
+    bad, y, util, u32, stats = step_batch(inst, a.reshape(1, -1), _ROW0,
+                                          np.reshape(x, (1, -1)), True)
+    if bad >= 0:
+        return int(np.flatnonzero(~np.isfinite(a.reshape(-1)))[0]), y[0], util[0], stats[0]
     if util32 is None:
-        stats, util32 = np.empty(4), _NO_UTIL32
-    else:
-        stats = np.empty(5)
-    bad = _step_allocation(a, x, k.upper, k.plan, k.inverse_capacities, k.codes, k.alpha,
-                           k.reciprocal_scale, k.type_starts, k.beta, y, util, stats, util32)
-    return bad, y, util, stats
+        return -1, y[0], util[0].reshape(inst.capacities.shape), stats[0, :4]
+    util32[:] = u32[0]
+    return -1, y[0], util[0].reshape(inst.capacities.shape), stats[0]
 
 
 def instance_load(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:

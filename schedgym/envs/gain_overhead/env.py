@@ -42,6 +42,8 @@ EPISODE_PARAMS: tuple[str, ...] = ("horizon", "arrival_prob")
 
 #: Action dtypes the allocation-mode kernel takes as they are (others are converted to float64).
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+#: The step's one row of its action: :func:`.dynamics.step_batch` for a batch of one.
+_ROW0 = np.zeros(1, dtype=np.int64)
 
 #: Default of ``memory_limit_mb``: the most memory (MB = 2**20 bytes, estimated) a configuration
 #: may need.
@@ -387,23 +389,23 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         if t >= self.horizon:
             raise RuntimeError("step() called after the episode ended: call reset() first")
         x = self._arrivals[t]
-        util32 = np.empty(self._n_util, dtype=np.float32)  # the next observation's utilization
-        if self._alloc_mode:  # one compiled call: check, clip, decode, score
+        if self._alloc_mode:  # one compiled call: check, clip, decode, project, score
             if not (type(action) is np.ndarray and action.shape == self._action_shape
                     and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
                 action = as_action(action, self._n_action)
-            # the float32 observation and np.add.reduce(util)'s bits come in the same call
-            bad, y, util, stats = dynamics.score_action(self.instance, action, x, util32)
+            bad, y, util, util32, stats = dynamics.step_batch(
+                self.instance, action.reshape(1, -1), _ROW0, x.reshape(1, -1), True)
             if bad >= 0:
-                raise nonfinite_action(np.asarray(action, dtype=np.float64), bad)
-            dist, gain, penalty, clip, used = stats.tolist()
+                a64 = np.asarray(action, dtype=np.float64)
+                raise nonfinite_action(a64, int(np.flatnonzero(~np.isfinite(a64))[0]))
         else:
             a, clip = clip_unit(validate_action(action, self._n_action))
-            out = dynamics.score_batch(self.instance, self._target(a)[None], x[None])
-            y, util = out.y[0], out.utilization[0]
-            dist, gain, penalty = float(out.distance[0]), float(out.gain[0]), float(out.penalty[0])
-            # the float32 observation and np.add.reduce(util)'s bits in one compiled pass
-            used = dynamics.float32_and_sum(util, util32)
+            bad, y, util, util32, stats = dynamics.step_batch(
+                self.instance, self._target(a).reshape(1, -1), _ROW0, x.reshape(1, -1), False)
+            stats[0, 3] = clip
+        # the float32 observation and np.add.reduce(util)'s bits come from the same call
+        dist, gain, penalty, clip, used = stats[0].tolist()
+        y, util, util32 = y[0], util[0], util32[0]
         self._util = util
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {

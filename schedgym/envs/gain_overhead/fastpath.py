@@ -1,21 +1,18 @@
-"""Compiled helpers of the env's and the native vector env's own work around the kernels of
-:mod:`.dynamics`: the vector env's action checks, clipping and ``"allocation"`` decode (with
-its finite check) of all copies in one call (:mod:`.vector`), and the vector env's float32
-utilization observation (:func:`to_float32`; the single env's, with the info's utilization sum,
-is :func:`.dynamics.float32_and_sum`, which its step kernel calls).
+"""Compiled helpers of the native vector env's own work around the step kernel of
+:mod:`.dynamics` (:mod:`.vector`): the first non-finite entry of the acting copies' actions
+(for the error message), and the clipping of all copies' actions in the learnable action modes,
+which decode afterwards (the ``"allocation"`` mode's clip and decode run inside
+:func:`.dynamics.step_batch`).
 
-Each row is treated with the single env's own formula (:func:`.dynamics.clip_decode_unit`, the
-map its fused step applies), so a copy of the vector env and a single env give the same bits. The
-actions may be float32 (what SB3 policies and the classical agents emit) or float64: a float32
-entry widens to float64 exactly before anything else, as the single env's ``as_action`` does.
+The actions may be float32 (what SB3 policies and the classical agents emit) or float64: a
+float32 entry widens to float64 exactly before anything else, as the single env's ``as_action``
+does.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-
-from schedgym.envs.gain_overhead.dynamics import clip_decode_unit
 
 
 @numba.njit(cache=True)
@@ -28,22 +25,6 @@ def first_nonfinite(a: np.ndarray, rows: np.ndarray) -> int:
             if not np.isfinite(a[i, k]):
                 return i * n + k
     return -1
-
-
-@numba.njit(cache=True)
-def clip_decode_rows(a: np.ndarray, rows: np.ndarray, upper: np.ndarray, z: np.ndarray,
-                     clip: np.ndarray) -> int:
-    """``"allocation"``-mode decode of the rows ``rows`` of ``a`` ``(N, n)``: row ``j`` of
-    ``z`` ``(len(rows), n)`` gets ``(clip(a[rows[j]], -1, 1) + 1) / 2 * upper`` and ``clip[j]``
-    the clip amount ``max |clip(a) - a|`` (:func:`.dynamics.clip_decode_unit`, the single env's
-    map, per row). Returns -1, or the position ``j`` of the first row with a NaN/inf entry
-    (the finite check of the same pass; the outputs of that row are garbage)."""
-    bad = -1
-    for j in range(rows.size):
-        clip[j] = clip_decode_unit(a[rows[j]], upper, z[j])
-        if bad < 0 and np.isnan(clip[j]):
-            bad = j
-    return bad
 
 
 @numba.njit(cache=True)
@@ -60,12 +41,3 @@ def clip_rows(a: np.ndarray, rows: np.ndarray, out: np.ndarray, clip: np.ndarray
             out[j, k] = v
         clip[j] = moved
 
-
-@numba.njit(cache=True)
-def to_float32(src: np.ndarray, out: np.ndarray) -> None:
-    """``out[:] = src`` for C-contiguous arrays of one size, ``src`` float64 and ``out``
-    float32: ``src.astype(np.float32)``'s values in a loop that vectorises (numpy's cast loop
-    took ~2.6 instructions per entry), the vector env's utilization observation."""
-    s, o = src.reshape(src.size), out.reshape(out.size)
-    for i in range(s.size):
-        o[i] = s[i]

@@ -63,6 +63,10 @@ class ProjectionPlan(NamedTuple):
             units.
         capacity: ``(sum_n G_n,)``: the capacities ``c_r^k`` of the block columns, resource
             units.
+        edge_start: ``(E,)``: the block buffer's position of each channel's resource 0; its
+            ``K`` resources lie at ``edge_start[e] + k`` (a block row holds an instance's ``K``
+            columns side by side), so the permutation moves ``K`` contiguous entries per
+            channel.
     """
 
     entries: np.ndarray
@@ -70,6 +74,7 @@ class ProjectionPlan(NamedTuple):
     per_size: np.ndarray
     caps: np.ndarray
     capacity: np.ndarray
+    edge_start: np.ndarray
 
     @classmethod
     def of(cls, slots: np.ndarray, edge_caps: np.ndarray, capacities: np.ndarray
@@ -89,10 +94,13 @@ class ProjectionPlan(NamedTuple):
                              .astype(dtype))
 
         perm = flat(entries, np.int64)
+        position = np.empty(perm.size, dtype=np.int64)
+        position[perm] = np.arange(perm.size)
         return cls(perm, flat(groups, np.int64),
                    flat([np.bincount(size, minlength=slots.shape[1] + 1)], np.int64),
                    flat([edge_caps.ravel()[perm]], np.float64),
-                   flat([capacities.ravel()[flat(groups, np.int64)]], np.float64))
+                   flat([capacities.ravel()[flat(groups, np.int64)]], np.float64),
+                   flat([position[::K]], np.int64))
 
 
 class KernelArrays(NamedTuple):
@@ -102,13 +110,13 @@ class KernelArrays(NamedTuple):
     read the instance's own (read-only) attributes instead.
 
     Attributes:
-        plan: the :class:`ProjectionPlan`'s five arrays, as a plain tuple.
+        plan: the :class:`ProjectionPlan`'s six arrays, as a plain tuple.
         inverse_capacities: ``(R, K)``. codes, alpha: ``(E, K)`` utility codes and parameters.
         reciprocal_scale: ``s``. type_starts: ``(L,)``. beta: ``(K,)``.
         upper: ``(E K,)``, the per-channel caps flat (the allocation decode's upper bounds).
     """
 
-    plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     inverse_capacities: np.ndarray
     codes: np.ndarray
     alpha: np.ndarray
@@ -267,7 +275,7 @@ class GainOverheadInstance:
         internal to :mod:`.dynamics`."""
         p = self.projection_plan
         return KernelArrays((np.array(p.entries), np.array(p.groups), np.array(p.per_size),
-                             np.array(p.caps), np.array(p.capacity)),
+                             np.array(p.caps), np.array(p.capacity), np.array(p.edge_start)),
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),

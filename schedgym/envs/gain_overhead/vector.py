@@ -89,7 +89,6 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         #: ``_util`` as float32: the next observation's (a new array each step and reset).
         self._util32 = np.zeros(self._util.shape, dtype=np.float32)
         self._features = getattr(first, "_features", None)
-        self._z = np.empty((self.num_envs, *inst.edge_caps.shape))  # decode scratch
         self._needs_reset = True
 
     @property
@@ -204,28 +203,28 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._autoreset = truncated.copy()
         return self._observations(), rewards, np.zeros(N, dtype=bool), truncated, infos
 
-    def _decode(self, live: np.ndarray, a: np.ndarray, x: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """Targets ``(len(live), E, K)`` and clip amounts of the actions ``a[live]``: the
-        single env's decode of its mode, for all copies at once; raises ``ValueError`` for a
-        NaN/inf entry (the ``"allocation"`` decode checks in its own pass)."""
-        inst, n = self.instance, self._n_action
-        clip = np.empty(live.size)
+    def _score(self, live: np.ndarray, a: np.ndarray, x: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Step the copies ``live`` with actions ``a[live]`` against their arrivals ``x``: the
+        single env's decode of its mode, projection and score, for all of them in one compiled
+        call (:func:`.dynamics.step_batch`); returns ``(y, utilization, its float32 copy,
+        stats)`` as that function does. Raises ``ValueError`` for a NaN/inf entry (the
+        ``"allocation"`` decode checks in its own pass)."""
+        inst = self.instance
         if self.action_mode == "allocation":
-            # the targets are scratch (score_batch reads them, nothing keeps them): one buffer
-            # for the usual all-copies step, so 8 |E| K N bytes are not allocated every step
-            z = self._z if live.size == self.num_envs else np.empty((live.size, *self._z.shape[1:]))
-            if fastpath.clip_decode_rows(a, live, self._upper, z.reshape(live.size, n),
-                                         clip) >= 0:
+            bad, y, util, util32, stats = dynamics.step_batch(inst, a, live, x, True)
+            if bad >= 0:
                 self._check_finite(a, live)  # raises, naming the first bad entry
-            return z, clip
+            return y, util, util32, stats
         self._check_finite(a, live)
-        clipped = np.empty((live.size, n))
+        clipped, clip = np.empty((live.size, self._n_action)), np.empty(live.size)
         fastpath.clip_rows(a, live, clipped, clip)
         served = x > 0 if self.arrivals_protocol == "revealed" else None  # observed = x(t)
-        first = self._envs[0]
-        return actions.decode_batch(inst, self.action_mode, clipped, first._ceiling,
-                                    served), clip
+        z = actions.decode_batch(inst, self.action_mode, clipped, self._envs[0]._ceiling, served)
+        _, y, util, util32, stats = dynamics.step_batch(
+            inst, z.reshape(live.size, -1), np.arange(live.size), x, False)
+        stats[:, 3] = clip
+        return y, util, util32, stats
 
     def _step_live(self, live: np.ndarray, a: np.ndarray, rewards: np.ndarray,
                    truncated: np.ndarray) -> dict[str, Any]:
@@ -234,20 +233,17 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         N = self.num_envs
         slots = self._t[live]  # int64, as the single env's int slot in SyncVectorEnv's infos
         x = self._padded[live, slots + 1]
-        z, clip = self._decode(live, a, x)
-        out = dynamics.score_batch(self.instance, z, x)
-        util = out.utilization.reshape(live.size, -1)
+        y, util, util32, stats = self._score(live, a, x)
         self._t[live] = slots + 1
         if live.size == N:
-            self._util, self._util32 = util, np.empty(util.shape, dtype=np.float32)
-            fastpath.to_float32(util, self._util32)  # the next observation's
+            self._util, self._util32 = util, util32  # the next observation's
         else:  # step() renews _util32 after the resets
             self._util[live] = util
         truncated[live] = slots + 1 >= self.horizon
-        rewards[live] = out.reward
-        values = {"gain": out.gain, "penalty": out.penalty, "allocation": out.y, "arrivals": x,
-                  "projection_distance": out.distance, "action_clip": clip,
-                  "utilization": util.sum(axis=1) / self._n_pos, "slot": slots}
+        rewards[live] = stats[:, 1] - stats[:, 2]
+        values = {"gain": stats[:, 1], "penalty": stats[:, 2], "allocation": y, "arrivals": x,
+                  "projection_distance": stats[:, 0], "action_clip": stats[:, 3],
+                  "utilization": stats[:, 4] / self._n_pos, "slot": slots}
         mask = np.zeros(N, dtype=bool)
         mask[live] = True
         infos: dict[str, Any] = {}

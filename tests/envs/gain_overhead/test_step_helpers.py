@@ -1,7 +1,7 @@
 """The compiled helpers around GainOverhead's step kernels (:mod:`.dynamics`) and the single
 env's shortcuts, each against the numpy expression it replaces, bit for bit: the float32
 utilization observation and numpy's pairwise sum of it (``np.add.reduce``, the info's
-``utilization``), the vector env's finite check, the observed-arrivals table and
+``utilization``) from ``step_batch``, the vector env's finite check, the observed-arrivals table and
 ``encode_action``'s fast path."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from numba import njit
 
 from schedgym.core.envbase import encode_unit
+from schedgym.core.pairwise import np_sum
 from schedgym.envs.gain_overhead import dynamics
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
@@ -27,14 +29,20 @@ def _arrays(n: int, rng: np.random.Generator) -> list[np.ndarray]:
             rng.standard_normal(n) * 1e3, np.minimum(rng.random(n) * 1.3, 1.0)]
 
 
+@njit
+def _start_and_sum(a: np.ndarray) -> float:
+    """numpy's reduction as the step kernel computes it: its start value 0.0 plus
+    :func:`~schedgym.core.pairwise.np_sum` (numpy's pairwise order)."""
+    return 0.0 + np_sum(a, np.int64(0), a.size)
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_the_sum_has_the_bits_of_numpy(n):
     rng = np.random.default_rng(n)
-    out = np.empty(n, dtype=np.float32)
     for a in _arrays(n, rng):
-        assert dynamics.float32_and_sum(a, out) == float(np.add.reduce(a))
+        assert _start_and_sum(a) == float(np.add.reduce(a))
     # numpy's reduction starts from 0.0: a total of -0.0 entries is +0.0
-    total = dynamics.float32_and_sum(np.full(n, -0.0), out)
+    total = _start_and_sum(np.full(n, -0.0))
     assert np.float64(total).tobytes() == np.add.reduce(np.full(n, -0.0)).tobytes()
     # a sequential sum differs on these values, so the test can tell the orders apart
     if n >= 1000:
@@ -45,16 +53,30 @@ def test_the_sum_has_the_bits_of_numpy(n):
         assert seq != float(np.add.reduce(a))
 
 
-@pytest.mark.parametrize("shape", [(0, 6), (1, 1), (10, 3), (128, 6), (1024, 6), (7, 13)])
-def test_float32_and_sum_equals_astype_and_reduce(shape):
-    rng = np.random.default_rng(sum(shape))
-    for a in _arrays(int(np.prod(shape)), rng):
-        src = a.reshape(shape)
-        out = np.full(src.size, np.nan, dtype=np.float32)
-        total = dynamics.float32_and_sum(src, out)
-        np.testing.assert_array_equal(out, src.reshape(-1).astype(np.float32), strict=True)
-        assert total == float(np.add.reduce(src.reshape(-1)))
-        assert np.float64(total).tobytes() == np.add.reduce(src.reshape(-1)).tobytes()
+@pytest.mark.parametrize("kwargs", [{"scenario": "paper-default"}, {**SMALL, "utility": "mixed"}])
+def test_step_batch_utilization_cast_and_sum(kwargs):
+    """``step_batch``'s utilization outputs: its float32 copy is numpy's cast and its sum
+    (``stats[:, 4]``) ``np.add.reduce`` of each copy's row, bit for bit; the copies act with the
+    listed rows of the actions."""
+    env = gym.make(ENV_ID, **kwargs).unwrapped
+    env.reset(seed=5)
+    inst = env.instance
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1.3, 1.3, (7, inst.edge_caps.size))
+    rows = np.array([6, 0, 3, 3, 1])
+    x = (rng.random((rows.size, inst.n_types)) < 0.6).astype(np.float64)
+    bad, y, util, util32, stats = dynamics.step_batch(inst, a, rows, x, True)
+    assert bad == -1 and stats.shape == (rows.size, 5)
+    np.testing.assert_array_equal(util32, util.astype(np.float32), strict=True)
+    for c, r in enumerate(rows):
+        assert stats[c, 4] == float(np.add.reduce(util[c]))
+        one = dynamics.score_action(inst, a[r], x[c])
+        assert one[1].tobytes() == y[c].tobytes() and one[3].tobytes() == stats[c, :4].tobytes()
+    assert y[2].tobytes() == y[3].tobytes()  # the same row twice: the same bits
+    b = a.copy()
+    b[3, 17] = np.nan
+    assert dynamics.step_batch(inst, b, rows, x, True)[0] == 2  # the first copy acting with it
+    assert dynamics.step_batch(inst, b, rows[:2], x[:2], True)[0] == -1  # row 3 unused
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
