@@ -17,29 +17,33 @@ import numpy as np
 def _sum_block(a: np.ndarray, lo: int, n: int) -> float:
     """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: a plain loop below 8, else 8
     interleaved partial sums combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,
-    then the rest one by one."""
+    then the rest one by one. Indices are unsigned (``lo >= 0``): numba adds no negative-index
+    wraparound to the loads."""
+    base = np.uint64(lo)
     if n < 8:
         res = 0.0
-        for i in range(lo, lo + n):
-            res += a[i]
+        for i in range(n):
+            res += a[base + np.uint64(i)]
         return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    while i < n - n % 8:
-        j = lo + i
+    r0, r1, r2, r3 = a[base], a[base + np.uint64(1)], a[base + np.uint64(2)], a[base + np.uint64(3)]
+    r4, r5, r6, r7 = a[base + np.uint64(4)], a[base + np.uint64(5)], a[base + np.uint64(6)], \
+        a[base + np.uint64(7)]
+    end = base + np.uint64(n - n % 8)
+    j = base + np.uint64(8)
+    while j < end:
         r0 += a[j]
-        r1 += a[j + 1]
-        r2 += a[j + 2]
-        r3 += a[j + 3]
-        r4 += a[j + 4]
-        r5 += a[j + 5]
-        r6 += a[j + 6]
-        r7 += a[j + 7]
-        i += 8
+        r1 += a[j + np.uint64(1)]
+        r2 += a[j + np.uint64(2)]
+        r3 += a[j + np.uint64(3)]
+        r4 += a[j + np.uint64(4)]
+        r5 += a[j + np.uint64(5)]
+        r6 += a[j + np.uint64(6)]
+        r7 += a[j + np.uint64(7)]
+        j += np.uint64(8)
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for k in range(i, n):
-        res += a[lo + k]
+    while j < base + np.uint64(n):
+        res += a[j]
+        j += np.uint64(1)
     return res
 
 
@@ -48,19 +52,31 @@ def np_sum(a: np.ndarray, lo: int, n: int) -> float:
     """``a[lo:lo + n].sum()`` of a 1-D float64 array, bit for bit as numpy adds (its pairwise
     summation: blocks of at most 128 by :func:`_sum_block`, above that the two halves - the
     first rounded down to a multiple of 8 - summed apart and added), so a compiled total equals
-    the numpy one the published runs used. Iterative (an explicit stack: numba's cache cannot
-    reload a caller of a recursive kernel)."""
+    the numpy one the published runs used. Ranges that split more than once go to
+    :func:`np_sum_with` with stacks allocated here."""
     if n <= 128:
         return _sum_block(a, lo, n)
     n2 = n // 2
     n2 -= n2 % 8
     if n - n2 <= 128:  # one split (up to 256 entries, e.g. the default mesh's 240 units)
         return _sum_block(a, lo, n2) + _sum_block(a, lo + n2, n - n2)
-    los = np.empty(128, dtype=np.int64)
-    ns = np.empty(128, dtype=np.int64)
-    state = np.empty(128, dtype=np.int64)
+    return np_sum_with(a, lo, n, np.empty((3, STACK), dtype=np.int64), np.empty(STACK))
+
+
+#: Entries of :func:`np_sum_with`'s stacks (the halving's depth stays below 64 for any size).
+STACK = 128
+
+
+@numba.njit(cache=True)
+def np_sum_with(a: np.ndarray, lo: int, n: int, index: np.ndarray, values: np.ndarray
+                ) -> float:
+    """:func:`np_sum` of any ``n`` with the caller's scratch stacks, ``index`` int64 ``(3,
+    STACK)`` and ``values`` float64 ``(STACK,)``: a kernel summing many ranges allocates them
+    once. Iterative, with an explicit stack (numba's cache cannot reload a caller of a
+    recursive kernel): a range of at most 128 entries is a block, a larger one its two halves
+    summed apart and added."""
+    los, ns, state, vals = index[0], index[1], index[2], values
     state[0] = 0
-    vals = np.empty(128)
     top, vtop = 0, 0
     los[0], ns[0] = lo, n
     while top >= 0:

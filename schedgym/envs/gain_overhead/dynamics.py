@@ -26,7 +26,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from schedgym.core.pairwise import np_sum
+from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import LINEAR, map_flat, value_one
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
@@ -35,7 +35,7 @@ from schedgym.envs.gain_overhead.types import GainOverheadInstance
 FEASIBILITY_TOL = 1e-6
 
 #: A start index that numba types as int64, not as the literal 0 (a literal argument compiles
-#: a second specialisation of ``np_sum``).
+#: a second specialisation of ``np_sum_with``).
 _ZERO: Any = np.int64(0)
 
 
@@ -223,16 +223,13 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 
 @numba.njit(cache=True)
-def _move_channels(src: np.ndarray, src_start: np.ndarray, dst: np.ndarray,
-                   dst_start: np.ndarray, n_res: int) -> None:
-    """``dst[dst_start[e] + k] = src[src_start[e] + k]`` for every channel ``e`` and resource
-    ``k < n_res``: the permutation between the row-major ``(E, K)`` layout (``start = e K``) and
-    the projection plan's block buffer (``start = edge_start``), ``K`` contiguous entries per
-    channel. Unsigned indices: no negative-index wraparound select."""
-    for e in range(src_start.size):
-        p, q = np.uint64(src_start[e]), np.uint64(dst_start[e])
-        for k in range(n_res):
-            dst[q + np.uint64(k)] = src[p + np.uint64(k)]
+def _gather(src: np.ndarray, index: np.ndarray, dst: np.ndarray) -> None:
+    """``dst[p] = src[index[p]]`` for every ``p`` (flat arrays; ``index >= 0``, read unsigned:
+    no negative-index wraparound select): the move into the plan's block buffer, ``index`` =
+    its ``entries``. (Per channel the ``K`` entries are contiguous on both sides, but a copy
+    loop of ``K`` entries costs more: LLVM guards each with runtime overlap checks.)"""
+    for p in range(dst.size):
+        dst[p] = src[np.uint64(index[p])]
 
 
 @numba.njit(cache=True)
@@ -275,13 +272,14 @@ def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) 
     ``n`` channels are the columns of one ``(n, G_n)`` block), projected block by block, and
     moved back."""
     n_res, size, n_cols = z.shape[1], plan[0].size, plan[4].size
-    rows = np.arange(z.shape[0]) * n_res
     buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
     zb, vb = buf[:size], buf[size:2 * size]
     lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
-    _move_channels(z.reshape(-1), rows, zb, plan[5], n_res)
+    _gather(z.reshape(-1), plan[0], zb)
     _project_blocks(zb, plan, n_res, vb, lb, work)
-    _move_channels(vb, plan[5], y.reshape(-1), rows, n_res)
+    yf, entries = y.reshape(-1), plan[0]
+    for p in range(size):  # the move back
+        yf[np.uint64(entries[p])] = vb[p]
     _spread_load(lb, plan[1], load.reshape(-1))
 
 
@@ -388,17 +386,19 @@ class BatchOutcome:
 
 @numba.njit(cache=True)
 def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: np.ndarray,
-                 util32: np.ndarray) -> float:
+                 util32: np.ndarray, index: np.ndarray, values: np.ndarray) -> float:
     """``util`` ``(R K,)`` = ``min(load / capacity, 1)`` from the block columns' loads ``lb``
     (0 where the capacity is 0), ``util32`` the same as float32 (the observation's); returns
     ``np.add.reduce(util)`` with numpy's bits (its pairwise order, from numpy's start value
-    0.0, which turns a ``-0.0`` total into ``0.0``): the numerator of ``info["utilization"]``."""
+    0.0, which turns a ``-0.0`` total into ``0.0``): the numerator of ``info["utilization"]``.
+    ``index``, ``values``: the sum's scratch stacks (:func:`~schedgym.core.pairwise.np_sum_with`).
+    """
     _spread_load(lb, groups, util)
     for i in range(util.size):  # flat loops that vectorise
         util[i] = min(util[i] * inv_cap[i], 1.0)
     for i in range(util.size):
         util32[i] = util[i]
-    return 0.0 + np_sum(util, _ZERO, util.size)
+    return 0.0 + np_sum_with(util, _ZERO, util.size, index, values)
 
 
 @numba.njit(cache=True)
@@ -418,10 +418,10 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     entry (then the outputs are incomplete). The one step formula of the env and the vector env:
     one copy gives the same bits alone as in a batch."""
     n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
-    e_rows = np.arange(plan[5].size) * n_res
     zs, vb, lb = np.empty((2, size)), np.empty((2, size)), np.empty((2, n_cols))
     zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
     parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
+    index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
     codes_f, alpha_f, inv_f = codes.reshape(-1), alpha.reshape(-1), inv_cap.reshape(-1)
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
@@ -434,7 +434,7 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
             else:
                 zs[j, :] = a[rows[c]]
                 stats[c, 3] = 0.0
-            _move_channels(zs[j], e_rows, zb, plan[5], n_res)
+            _gather(zs[j], plan[0], zb)
             _project_blocks(zb, plan, n_res, vb[j], lb[j], work)
         c1 = c0 + m - 1
         r = _score_pair(m == 2, vb[0], zs[0], y[c0], x[c0], parts[0], vb[1], zs[1], y[c1],
@@ -442,7 +442,8 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
-            stats[c, 4] = _utilization(lb[j], plan[1], inv_f, util[c], util32[c])
+            stats[c, 4] = _utilization(lb[j], plan[1], inv_f, util[c], util32[c], index,
+                                       values)
     return -1
 
 

@@ -65,8 +65,8 @@ class ProjectionPlan(NamedTuple):
             units.
         edge_start: ``(E,)``: the block buffer's position of each channel's resource 0; its
             ``K`` resources lie at ``edge_start[e] + k`` (a block row holds an instance's ``K``
-            columns side by side), so the permutation moves ``K`` contiguous entries per
-            channel.
+            columns side by side), where the step's reward pass reads them in the channels'
+            order.
     """
 
     entries: np.ndarray

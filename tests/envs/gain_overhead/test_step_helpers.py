@@ -12,7 +12,7 @@ import pytest
 from numba import njit
 
 from schedgym.core.envbase import encode_unit
-from schedgym.core.pairwise import np_sum
+from schedgym.core.pairwise import STACK, np_sum, np_sum_with
 from schedgym.envs.gain_overhead import dynamics
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
@@ -30,10 +30,19 @@ def _arrays(n: int, rng: np.random.Generator) -> list[np.ndarray]:
 
 
 @njit
+def _sums(a: np.ndarray) -> tuple[float, float]:
+    """numpy's reduction as the step kernel computes it, its start value 0.0 plus
+    :func:`~schedgym.core.pairwise.np_sum_with` (numpy's pairwise order, with the caller's
+    stacks), and the same by :func:`~schedgym.core.pairwise.np_sum`."""
+    index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
+    return (0.0 + np_sum_with(a, np.int64(0), a.size, index, values),
+            0.0 + np_sum(a, np.int64(0), a.size))
+
+
 def _start_and_sum(a: np.ndarray) -> float:
-    """numpy's reduction as the step kernel computes it: its start value 0.0 plus
-    :func:`~schedgym.core.pairwise.np_sum` (numpy's pairwise order)."""
-    return 0.0 + np_sum(a, np.int64(0), a.size)
+    with_stacks, alone = _sums(a)
+    assert np.float64(with_stacks).tobytes() == np.float64(alone).tobytes()
+    return with_stacks
 
 
 @pytest.mark.parametrize("n", SIZES)
