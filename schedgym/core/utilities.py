@@ -75,22 +75,30 @@ def derivative_one(code: int, alpha: float, y: float, s: float) -> float:
 def map_flat(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.ndarray, s: float
              ) -> np.ndarray:
     """``f'(y)`` (``derivative``) or ``f(y)`` of every entry of the flat arrays ``codes``,
-    ``alpha``, ``y`` (one length) by :func:`derivative_one` / :func:`value_one`; float64 ``(n,)``.
-    When every entry is linear the loop is ``alpha`` / ``alpha * y`` without the per-entry
-    family dispatch, so that it vectorises (the same values); that test is ``min == max ==
-    LINEAR`` over the int8 codes (two passes that vectorise 32 codes wide, where a count in a
-    64-bit integer went 4 wide)."""
+    ``alpha``, ``y`` (one length): :func:`map_flat_into` into a new float64 array ``(n,)``."""
     out = np.empty(y.size)
+    map_flat_into(derivative, codes, alpha, y, s, out)
+    return out
+
+
+@numba.njit(cache=True)
+def map_flat_into(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.ndarray,
+                  s: float, out: np.ndarray) -> None:
+    """``out[i] = f'(y[i])`` (``derivative``) or ``f(y[i])`` of every entry of the flat arrays
+    ``codes``, ``alpha``, ``y``, ``out`` (one length) by :func:`derivative_one` /
+    :func:`value_one`. When every entry is linear the loop is ``alpha`` / ``alpha * y`` without
+    the per-entry family dispatch, so that it vectorises (the same values); that test is ``min
+    == max == LINEAR`` over the int8 codes (two passes that vectorise 32 codes wide, where a
+    count in a 64-bit integer went 4 wide)."""
     if codes.size == 0 or (codes.min() == LINEAR and codes.max() == LINEAR):
         for i in range(y.size):
             out[i] = alpha[i] if derivative else alpha[i] * y[i]
-        return out
+        return
     for i in range(y.size):
         if derivative:
             out[i] = derivative_one(codes[i], alpha[i], y[i], s)
         else:
             out[i] = value_one(codes[i], alpha[i], y[i], s)
-    return out
 
 
 def _apply(derivative: bool, codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray,

@@ -28,7 +28,7 @@ import numpy as np
 
 from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
-from schedgym.core.utilities import LINEAR, map_flat, value_one
+from schedgym.core.utilities import map_flat, map_flat_into
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -103,18 +103,20 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
 
 
 @numba.njit(cache=True)
-def _score_pair(two: bool, v0: np.ndarray, z0: np.ndarray, y0: np.ndarray, x0: np.ndarray,
-                p0: np.ndarray, v1: np.ndarray, z1: np.ndarray, y1: np.ndarray, x1: np.ndarray,
-                p1: np.ndarray, edge_start: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
-                s: float, type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
+def _score_pair(two: bool, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray, y0: np.ndarray,
+                x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray, z1: np.ndarray,
+                y1: np.ndarray, x1: np.ndarray, p1: np.ndarray, edge_start: np.ndarray,
+                type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
                 ) -> tuple[float, float, float, float, float, float]:
     """The one reward formula, for one copy or two (``two``) in one pass: copy ``c``'s
     allocation is read from ``v_c`` (flat, channel ``e``'s ``K`` resources at ``edge_start[e] +
-    k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``) and copied to
-    ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets the
-    per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is the point before the
-    projection. Returns ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros
-    without ``two``; the copy-1 arguments are then ignored). ``tot``: ``(2, K)`` scratch.
+    k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``), with its
+    utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`),
+    and copied to ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c``
+    ``(3, L)`` gets the per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is
+    the point before the projection. Returns ``(gain, penalty, sum of (y - z)^2)`` of copy 0,
+    then of copy 1 (zeros without ``two``; the copy-1 arguments are then ignored). ``tot``:
+    ``(2, K)`` scratch.
 
     Every sum runs in one fixed order from 0.0: a channel's gain ``sum_k f(y)`` over ``k``, a
     type's gain over its channels, ``Y_l^k`` over the type's channels, the squared distance
@@ -122,40 +124,39 @@ def _score_pair(two: bool, v0: np.ndarray, z0: np.ndarray, y0: np.ndarray, x0: n
     distance's sum is one chain of dependent additions (a few cycles each); the second copy's
     chain runs beside the first's, and the other work of the pass fills the wait."""
     n_types, n_res, n_edges = type_starts.size, beta.size, edge_start.size
-    linear = codes.size == 0 or (codes.min() == LINEAR and codes.max() == LINEAR)
+    tot0, tot1 = tot[0], tot[1]
     g0 = pen0 = d0 = g1 = pen1 = d1 = 0.0
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
         for k in range(n_res):
-            tot[0, k] = 0.0
-            tot[1, k] = 0.0
+            tot0[k] = 0.0
+            tot1[k] = 0.0
         tg0 = tg1 = 0.0
         for e in range(lo, hi):
             p, q = np.uint64(edge_start[e]), np.uint64(e * n_res)
             eg0 = eg1 = 0.0
             for k in range(n_res):
                 pk, qk = p + np.uint64(k), q + np.uint64(k)
-                c, a = codes[qk], alpha[qk]
                 v = v0[pk]
                 y0[qk] = v
                 d0 += (v - z0[qk]) ** 2
-                eg0 += a * v if linear else value_one(c, a, v, s)
-                tot[0, k] += v
+                eg0 += f0[pk]
+                tot0[k] += v
                 if two:
                     w = v1[pk]
                     y1[qk] = w
                     d1 += (w - z1[qk]) ** 2
-                    eg1 += a * w if linear else value_one(c, a, w, s)
-                    tot[1, k] += w
+                    eg1 += f1[pk]
+                    tot1[k] += w
             tg0 += eg0
             tg1 += eg1
-        k0, pn0 = _argmax_weighted(tot[0], beta)
+        k0, pn0 = _argmax_weighted(tot0, beta)
         p0[0, l], p0[1, l], p0[2, l] = tg0, pn0, k0
         g0 += x0[l] * tg0
         pen0 += x0[l] * pn0
         if two:
-            k1, pn1 = _argmax_weighted(tot[1], beta)
+            k1, pn1 = _argmax_weighted(tot1, beta)
             p1[0, l], p1[1, l], p1[2, l] = tg1, pn1, k1
             g1 += x1[l] * tg1
             pen1 += x1[l] * pn1
@@ -166,12 +167,12 @@ def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> Re
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
     k = inst.kernel_arrays
     yf = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+    f = map_flat(False, k.codes.reshape(-1), k.alpha.reshape(-1), yf, k.reciprocal_scale)
     parts = np.empty((3, inst.n_types))
     gain, penalty, *_ = _score_pair(
-        False, yf, yf, np.empty(yf.size), np.asarray(x, dtype=np.float64), parts, yf, yf, yf,
-        parts[0], parts, np.arange(inst.n_edges) * inst.n_resources, k.codes.reshape(-1),
-        k.alpha.reshape(-1), k.reciprocal_scale, k.type_starts, k.beta,
-        np.empty((2, inst.n_resources)))
+        False, yf, f, yf, np.empty(yf.size), np.ascontiguousarray(x, dtype=np.float64), parts,
+        yf, f, yf, yf, parts[0], parts, np.arange(inst.n_edges) * inst.n_resources,
+        k.type_starts, k.beta, np.empty((2, inst.n_resources)))
     return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
                        parts[2].astype(np.int64))
 
@@ -410,7 +411,9 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
     clipped and decoded by :func:`clip_decode_unit`; without, they are the targets ``(E K,)``
     (float64, resource units). Each copy's target is projected onto Y (:func:`_project_blocks`)
-    and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass).
+    and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass); ``codes``, ``alpha``
+    ``(E K,)``: the utilities in the plan's block layout (``kernel_arrays.block_codes``,
+    ``block_alpha``).
 
     Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
     ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
@@ -419,10 +422,11 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     one copy gives the same bits alone as in a batch."""
     n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
     zs, vb, lb = np.empty((2, size)), np.empty((2, size)), np.empty((2, n_cols))
+    fb = np.empty((2, size))
     zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
     parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
     index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
-    codes_f, alpha_f, inv_f = codes.reshape(-1), alpha.reshape(-1), inv_cap.reshape(-1)
+    inv_f = inv_cap.reshape(-1)
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
         for j in range(m):
@@ -436,9 +440,10 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
                 stats[c, 3] = 0.0
             _gather(zs[j], plan[0], zb)
             _project_blocks(zb, plan, n_res, vb[j], lb[j], work)
+            map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
-        r = _score_pair(m == 2, vb[0], zs[0], y[c0], x[c0], parts[0], vb[1], zs[1], y[c1],
-                        x[c1], parts[1], plan[5], codes_f, alpha_f, s, type_starts, beta, tot)
+        r = _score_pair(m == 2, vb[0], fb[0], zs[0], y[c0], x[c0], parts[0], vb[1], fb[1],
+                        zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta, tot)
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
@@ -463,7 +468,8 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
     bad = _step_rows(a, rows, decode, np.ascontiguousarray(x, dtype=np.float64), k.plan,
-                     k.inverse_capacities, k.upper, k.codes, k.alpha, k.reciprocal_scale,
+                     k.inverse_capacities, k.upper, k.block_codes, k.block_alpha,
+                     k.reciprocal_scale,
                      k.type_starts, k.beta, y.reshape(n, E * K), util, util32, stats)
     return bad, y, util, util32, stats
 

@@ -114,6 +114,8 @@ class KernelArrays(NamedTuple):
         inverse_capacities: ``(R, K)``. codes, alpha: ``(E, K)`` utility codes and parameters.
         reciprocal_scale: ``s``. type_starts: ``(L,)``. beta: ``(K,)``.
         upper: ``(E K,)``, the per-channel caps flat (the allocation decode's upper bounds).
+        block_codes, block_alpha: ``codes`` and ``alpha`` flat in the projection plan's block
+            layout (``[plan.entries]``): the step maps the projected block buffer to gains.
     """
 
     plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -124,6 +126,8 @@ class KernelArrays(NamedTuple):
     type_starts: np.ndarray
     beta: np.ndarray
     upper: np.ndarray
+    block_codes: np.ndarray
+    block_alpha: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,7 +283,9 @@ class GainOverheadInstance:
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),
-                            np.array(self.edge_caps).reshape(-1))
+                            np.array(self.edge_caps).reshape(-1),
+                            self.edge_codes.reshape(-1)[p.entries],
+                            self.edge_alpha.reshape(-1)[p.entries])
 
     @cached_property
     def group_gather(self) -> np.ndarray:
