@@ -12,9 +12,11 @@ Reward (spec ogasched §1.6, the separable "nice setup")::
 The formulas live once, in numba kernels (``cache=True``; the first call in a fresh install
 compiles them, about a second each, later processes load them from ``__pycache__``): the
 projection of every (instance, resource) group (:func:`project_grouped`), the reward
-(:func:`reward_parts`), the supergradient (:func:`supergradient`), and :func:`score_batch`, which
-projects and scores a batch of pre-projection allocations in one call for the env and the vector
-env (one copy = a batch of one, so both give the same bits).
+(:func:`reward_parts`, one pass over the channels, :func:`_score_pair`), the supergradient
+(:func:`supergradient`), and :func:`step_batch`, the step of the env and of the vector env in
+one call: decode, projection, reward, utilization of every copy (one copy = a batch of one, so
+both give the same bits; :func:`score_batch` and :func:`score_action` are its pre-decoded and
+single-copy forms).
 """
 
 from __future__ import annotations

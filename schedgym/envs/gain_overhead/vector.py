@@ -24,12 +24,12 @@ copies of one); resets go through them (seeding, the arrival draw, the reset inf
 copy is the single env's own. A step is batched: the state of every copy lives in arrays of the
 vector env (slot ``t`` ``(N,)``, utilization ``(N, R * K)``, the episodes' arrivals ``(N, T + 2,
 L)`` with a zero row before and after, whose middle rows the copies' ``_arrivals`` are views of);
-clipping and the ``"allocation"`` decode of all copies, with their finite check, are one
-compiled call (:mod:`.fastpath`, the single env's decode per row; float32 actions are read as
-they are; the learnable modes check the batch first and decode with
-:func:`.actions.decode_batch`), the projection and the reward of all copies are one call of
-:func:`.dynamics.score_batch`, the float32 utilization one more, and the observations are a
-few array operations over all copies.
+the step of all copies is one compiled call, :func:`.dynamics.step_batch` (the single env's
+step for a batch: the ``"allocation"`` decode with its finite check, the projection, the reward
+and the float32 utilization with its sum; float32 actions are read as they are; the learnable
+modes check and clip the batch first (:mod:`.fastpath`), decode with
+:func:`.actions.decode_batch` and pass the targets), and the observations are a few array
+operations over all copies.
 ``envs`` and ``render()`` bring the copies' slot and utilization up to date before handing them
 out.
 """
