@@ -29,6 +29,14 @@ Python: it is not a hot path).
 Padding convention: groups of different sizes are padded to a common ``n`` with ``a = 0`` (and any
 finite ``z``); padded entries always come out as 0.
 
+Skipping the cap-leaving breakpoints when no entry exceeds its cap changes no bit either way:
+each is then ``max(z_k - a_k, 0.0)``, ``+-0.0`` or NaN, never above ``lo >= 0`` nor, for a
+group over its capacity (``g(+-0.0) = s0 > c``, the terms equal up to zeros' signs), one with
+``g <= c``; a group within its capacity is clipped whatever its bracket. The solvers of 1, 2
+and 4 entries skip them (one loop each way: LLVM duplicates the loop on the flag); the general
+solver of 3 entries (tame blocks have their own) and that of any ``n`` evaluate them always,
+which compiles one loop.
+
 Tame blocks. A block of 3 entries per group whose every ``z_i`` satisfies ``0 <= z_i <= a_i``,
 every ``g(0) = s0 < inf`` (so no ``z_i = inf``) and every ``c >= 0`` (the allocation decode's
 points ``z = (clip(a, -1, 1) + 1) / 2 * cap`` are) is solved by a compiled version of the same
@@ -156,7 +164,7 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
             lo, glo, hi = 0.0, sg, math.inf  # g(0) is s0, bit for bit
             for j in range(2 * n):
                 k = j - n if j >= n else j
-                if (j < n) | above:
+                if (j < n) | ((tame is None) & ((big is not None) | (n == 3) | above)):
                     b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
                     if tame is None:
                         gv = min(max(Z[0, g] - b, 0.0), A[0, g])  # 0.0 + gv: gv but -0.0
