@@ -236,23 +236,36 @@ def _gather(src: np.ndarray, index: np.ndarray, dst: np.ndarray) -> None:
 
 
 @numba.njit(cache=True)
-def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
-                    work: np.ndarray) -> None:
-    """Exact projection of the block buffer ``zb`` ``(E K,)`` (the plan's layout) into ``vb``;
-    ``lb`` gets the load of each block column (``(sum_n G_n,)``); ``work``: ``WORK_ROWS`` times
-    the largest block's columns of scratch. Block ``n`` (groups of ``n`` channels, ``(n,
-    G_n)``) at a time by :func:`~schedgym.core.projection.project_block`."""
+def _block_views(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
+                 work: np.ndarray) -> list:
+    """The arguments of :func:`~schedgym.core.projection.project_block` for every block of the
+    plan (groups of ``n`` channels: ``(n, G_n)``), as views of the block buffers ``zb`` (the
+    points) and ``vb`` ``(E K,)`` (the result), ``lb`` (the columns' loads, ``(sum_n G_n,)``)
+    and ``work`` (``WORK_ROWS`` times the largest block's columns): made once per call of a
+    kernel and reused for every copy, since each view costs two atomic reference counts."""
     per_size, caps, capacity = plan[2], plan[3], plan[4]
+    views = []
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
         if n_groups == 0:
             continue
         block, cols = slice(at, at + n * n_groups), slice(at_g, at_g + n_groups)
-        project_block(zb[block].reshape((n, n_groups)), caps[block].reshape((n, n_groups)),
+        views.append((zb[block].reshape((n, n_groups)), caps[block].reshape((n, n_groups)),
                       capacity[cols], vb[block].reshape((n, n_groups)), lb[cols],
-                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
+                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups))))
         at, at_g = at + n * n_groups, at_g + n_groups
+    return views
+
+
+@numba.njit(cache=True)
+def _project_blocks(views: list) -> None:
+    """Exact projection of the block buffer into the result buffer of :func:`_block_views`,
+    block by block (:func:`~schedgym.core.projection.project_block`); the loads of the block
+    columns come with it."""
+    for i in range(len(views)):
+        v = views[i]
+        project_block(v[0], v[1], v[2], v[3], v[4], v[5])
 
 
 @numba.njit(cache=True)
@@ -279,7 +292,7 @@ def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) 
     zb, vb = buf[:size], buf[size:2 * size]
     lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
     _gather(z.reshape(-1), plan[0], zb)
-    _project_blocks(zb, plan, n_res, vb, lb, work)
+    _project_blocks(_block_views(zb, plan, n_res, vb, lb, work))
     yf, entries = y.reshape(-1), plan[0]
     for p in range(size):  # the move back
         yf[np.uint64(entries[p])] = vb[p]
@@ -423,11 +436,17 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     entry (then the outputs are incomplete). The one step formula of the env and the vector env:
     one copy gives the same bits alone as in a batch."""
     n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
-    zs, vb, lb = np.empty((2, size)), np.empty((2, size)), np.empty((2, n_cols))
-    fb = np.empty((2, size))
+    # two of each per-copy buffer (the pair of copies scored together), as separate arrays:
+    # a row view of a 2-D buffer would cost two atomic reference counts per use
+    zs, vb, fb = (np.empty(size), np.empty(size)), (np.empty(size), np.empty(size)), \
+        (np.empty(size), np.empty(size))
+    lb, parts = (np.empty(n_cols), np.empty(n_cols)), \
+        (np.empty((3, type_starts.size)), np.empty((3, type_starts.size)))
     zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
-    parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
+    tot = np.empty((2, n_res))
     index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
+    views = (_block_views(zb, plan, n_res, vb[0], lb[0], work),
+             _block_views(zb, plan, n_res, vb[1], lb[1], work))
     inv_f = inv_cap.reshape(-1)
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
@@ -438,10 +457,10 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
                 if np.isnan(stats[c, 3]):
                     return c
             else:
-                zs[j, :] = a[rows[c]]
+                zs[j][:] = a[rows[c]]
                 stats[c, 3] = 0.0
             _gather(zs[j], plan[0], zb)
-            _project_blocks(zb, plan, n_res, vb[j], lb[j], work)
+            _project_blocks(views[j])
             map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
         r = _score_pair(m == 2, vb[0], fb[0], zs[0], y[c0], x[c0], parts[0], vb[1], fb[1],
