@@ -188,7 +188,7 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
             else:  # z_i - a_i <= 0, and a_i > 0 where z_i > 0
                 first = min(first, zi if zi > 0.0 else math.inf)
                 m += 1.0 if zi > 0.0 else 0.0
-        t1 = (sg - cg) / m
+        t1 = (sg - cg) if n == 1 else (sg - cg) / m  # n = 1: m = 1 where ok, x / 1.0 = x
         ok = (m > 0.0) & (t1 <= first)
         if big is not None:  # numba prunes this for n <= 4: no sort compiled in
             if (n > SMALL_GROUP) & (sg > cg) & (not ok):
