@@ -436,17 +436,23 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     entry (then the outputs are incomplete). The one step formula of the env and the vector env:
     one copy gives the same bits alone as in a batch."""
     n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
-    # two of each per-copy buffer (the pair of copies scored together), as separate arrays:
-    # a row view of a 2-D buffer would cost two atomic reference counts per use
-    zs, vb, fb = (np.empty(size), np.empty(size)), (np.empty(size), np.empty(size)), \
-        (np.empty(size), np.empty(size))
-    lb, parts = (np.empty(n_cols), np.empty(n_cols)), \
-        (np.empty((3, type_starts.size)), np.empty((3, type_starts.size)))
+    # two of each per-copy buffer (the pair of copies scored together; one copy alone uses
+    # only the first), as separate arrays: a row view of a 2-D buffer would cost two atomic
+    # reference counts per use
+    zs0, vb0, fb0, lb0 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
+    parts0 = np.empty((3, type_starts.size))
     zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
+    views0 = _block_views(zb, plan, n_res, vb0, lb0, work)
+    if n > 1:
+        zs1, vb1, fb1, lb1 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
+        parts1, views1 = np.empty((3, type_starts.size)), _block_views(zb, plan, n_res, vb1,
+                                                                       lb1, work)
+    else:
+        zs1, vb1, fb1, lb1, parts1, views1 = zs0, vb0, fb0, lb0, parts0, views0
+    zs, vb, fb, lb, parts = (zs0, zs1), (vb0, vb1), (fb0, fb1), (lb0, lb1), (parts0, parts1)
+    views = (views0, views1)
     tot = np.empty((2, n_res))
     index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
-    views = (_block_views(zb, plan, n_res, vb[0], lb[0], work),
-             _block_views(zb, plan, n_res, vb[1], lb[1], work))
     inv_f = inv_cap.reshape(-1)
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
