@@ -73,8 +73,9 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
 def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) -> None:
     """``out[j] = sum_{i = lo}^{hi - 1} v[i * n_cols + j]`` for each column ``j`` of the flat
     row-major ``v`` (``out``: ``(n_cols,)``), summed over the rows in order starting at 0.0:
-    ``Y^k`` of one type. Four columns at a time as independent chains (then two, then one);
-    unsigned indices as in :func:`_row_sums`."""
+    ``Y^k`` of one type for the supergradient, in the order the reward pass
+    (:func:`_score_pair`) adds them. Four columns at a time as independent chains (then two,
+    then one); unsigned indices, so numba adds no negative-index wraparound select."""
     j = 0
     while j < n_cols:
         w = min(n_cols - j, 4)
