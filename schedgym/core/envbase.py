@@ -46,6 +46,12 @@ def as_action(action: Any, size: int, name: str = "action") -> np.ndarray:
     return arr
 
 
+def first_nonfinite_index(arr: np.ndarray) -> int:
+    """Flat index of the first NaN/inf entry of ``arr``, or -1 when every entry is finite."""
+    bad = np.flatnonzero(~np.isfinite(np.ravel(arr)))
+    return int(bad[0]) if bad.size else -1
+
+
 def nonfinite_action(arr: np.ndarray, bad: int, name: str = "action") -> ValueError:
     """The ``ValueError`` for a non-finite entry ``arr[bad]`` (returned, the caller raises)."""
     return ValueError(
@@ -61,7 +67,7 @@ def validate_action(action: Any, size: int, name: str = "action") -> np.ndarray:
     """
     arr = as_action(action, size, name)
     if not (np.isfinite(arr.min()) and np.isfinite(arr.max())):  # NaN/inf propagate to min/max
-        raise nonfinite_action(arr, int(np.flatnonzero(~np.isfinite(arr))[0]), name)
+        raise nonfinite_action(arr, first_nonfinite_index(arr), name)
     return arr
 
 

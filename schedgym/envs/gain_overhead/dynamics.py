@@ -28,6 +28,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from schedgym.core.envbase import first_nonfinite_index
 from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
@@ -497,8 +498,8 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
     bad = _step_rows(a, rows, decode, np.ascontiguousarray(x, dtype=np.float64), k.plan,
                      k.inverse_capacities, k.upper, k.block_codes, k.block_alpha,
-                     k.reciprocal_scale,
-                     k.type_starts, k.beta, y.reshape(n, E * K), util, util32, stats)
+                     k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util,
+                     util32, stats)
     return bad, y, util, util32, stats
 
 
@@ -513,28 +514,39 @@ def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> Bat
                         stats[:, 1], stats[:, 2])
 
 
-#: ``score_action``'s row of the action: a batch of one.
+#: :func:`step_one`'s row of the action: a batch of one.
 _ROW0 = np.zeros(1, dtype=np.int64)
+
+
+def step_one(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray, decode: bool
+             ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The single env's step: :func:`step_batch` for a batch of one, ``a`` C-contiguous ``(E
+    K,)`` (as there: an action with ``decode``, else float64 targets), ``x`` ``(L,)``. Returns
+    ``(bad, y (E, K), utilization (R K,), its float32 copy, stats (5,))``; ``bad`` is the index
+    of the first non-finite entry of ``a`` (then the other outputs are garbage) or -1."""
+    bad, y, util, util32, stats = step_batch(inst, a.reshape(1, -1), _ROW0,
+                                             np.reshape(x, (1, -1)), decode)
+    if bad >= 0:
+        bad = first_nonfinite_index(a)
+    return bad, y[0], util[0], util32[0], stats[0]
 
 
 def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray,
                  util32: np.ndarray | None = None
                  ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """The single env's step in the ``"allocation"`` mode: ``a`` float32/float64 ``(E*K,)``
-    (any values), ``x`` ``(L,)``; :func:`step_batch` for a batch of one. Returns ``(bad, y (E,
-    K), utilization (R, K), stats (4,))`` with ``stats = (projection distance, gain, penalty,
-    clip amount)``; ``bad`` is the index of the first non-finite entry of ``a`` (then the other
+    """The single env's step in the ``"allocation"`` mode (:func:`step_one`): ``a``
+    float32/float64 ``(E*K,)`` (any values), ``x`` ``(L,)``. Returns ``(bad, y (E, K),
+    utilization (R, K), stats (4,))`` with ``stats = (projection distance, gain, penalty, clip
+    amount)``; ``bad`` is the index of the first non-finite entry of ``a`` (then the other
     outputs are garbage) or -1. With ``util32`` (float32 ``(R * K,)``) given, it receives the
     utilization as float32 and ``stats`` has a fifth entry, the utilization's sum in numpy's
     order: the env's observation and info in the same compiled call."""
-    bad, y, util, u32, stats = step_batch(inst, a.reshape(1, -1), _ROW0,
-                                          np.reshape(x, (1, -1)), True)
-    if bad >= 0:
-        return int(np.flatnonzero(~np.isfinite(a.reshape(-1)))[0]), y[0], util[0], stats[0]
-    if util32 is None:
-        return -1, y[0], util[0].reshape(inst.capacities.shape), stats[0, :4]
-    util32[:] = u32[0]
-    return -1, y[0], util[0].reshape(inst.capacities.shape), stats[0]
+    bad, y, util, u32, stats = step_one(inst, a, x, True)
+    util = util.reshape(inst.capacities.shape)
+    if bad >= 0 or util32 is None:
+        return bad, y, util, stats[:4]
+    util32[:] = u32
+    return bad, y, util, stats
 
 
 def instance_load(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:

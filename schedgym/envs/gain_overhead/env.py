@@ -42,8 +42,6 @@ EPISODE_PARAMS: tuple[str, ...] = ("horizon", "arrival_prob")
 
 #: Action dtypes the allocation-mode kernel takes as they are (others are converted to float64).
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-#: The step's one row of its action: :func:`.dynamics.step_batch` for a batch of one.
-_ROW0 = np.zeros(1, dtype=np.int64)
 
 #: Default of ``memory_limit_mb``: the most memory (MB = 2**20 bytes, estimated) a configuration
 #: may need.
@@ -393,19 +391,16 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             if not (type(action) is np.ndarray and action.shape == self._action_shape
                     and action.dtype in _KERNEL_DTYPES and action.flags.c_contiguous):
                 action = as_action(action, self._n_action)
-            bad, y, util, util32, stats = dynamics.step_batch(
-                self.instance, action.reshape(1, -1), _ROW0, x.reshape(1, -1), True)
+            bad, y, util, util32, stats = dynamics.step_one(self.instance, action, x, True)
             if bad >= 0:
-                a64 = np.asarray(action, dtype=np.float64)
-                raise nonfinite_action(a64, int(np.flatnonzero(~np.isfinite(a64))[0]))
+                raise nonfinite_action(np.asarray(action, dtype=np.float64), bad)
         else:
             a, clip = clip_unit(validate_action(action, self._n_action))
-            bad, y, util, util32, stats = dynamics.step_batch(
-                self.instance, self._target(a).reshape(1, -1), _ROW0, x.reshape(1, -1), False)
-            stats[0, 3] = clip
+            bad, y, util, util32, stats = dynamics.step_one(self.instance,
+                                                            self._target(a).reshape(-1), x, False)
+            stats[3] = clip
         # the float32 observation and np.add.reduce(util)'s bits come from the same call
-        dist, gain, penalty, clip, used = stats[0].tolist()
-        y, util, util32 = y[0], util[0], util32[0]
+        dist, gain, penalty, clip, used = stats.tolist()
         self._util = util
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {

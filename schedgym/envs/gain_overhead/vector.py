@@ -76,7 +76,6 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(first.observation_space, self.num_envs)
         self.action_space = batch_space(first.action_space, self.num_envs)
         self._n_action = int(first.action_space.shape[0])  # type: ignore[index]
-        self._upper = inst.edge_caps.reshape(-1)
         self._n_pos = max(int((inst.capacities > 0).sum()), 1)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._rows = np.arange(self.num_envs)
