@@ -34,10 +34,11 @@ each is then ``max(z_k - a_k, 0.0)``, ``+-0.0`` or NaN, never above ``lo >= 0`` 
 group over its capacity (``g(+-0.0) = s0 > c``, the terms equal up to zeros' signs), one with
 ``g <= c``; a group within its capacity is clipped whatever its bracket. The solvers of 1, 2
 and 4 entries skip them (one loop each way: LLVM duplicates the loop on the flag); the general
-solver of 3 entries (tame blocks have their own) and that of any ``n`` evaluate them always,
+solver of 3 entries (for blocks that are not tame) and that of any ``n`` evaluate them always,
 which compiles one loop.
 
-Tame blocks. A block of 3 entries per group whose every ``z_i`` satisfies ``0 <= z_i <= a_i``,
+Tame blocks. A block of 2 to 4 entries per group whose every ``z_i`` satisfies ``0 <= z_i <=
+a_i``,
 every ``g(0) = s0 < inf`` (so no ``z_i = inf``) and every ``c >= 0`` (the allocation decode's
 points ``z = (clip(a, -1, 1) + 1) / 2 * cap`` are) is solved by a compiled version of the same
 solve that leaves out what cannot change a bit there (numba's ``min(x, y)`` is ``y if y < x
@@ -59,8 +60,19 @@ else x``, ``max(x, y)`` is ``y if y > x else x``):
   0``; ``t2 >= lo >= 0`` as ``glo > c``, ``hi > lo``, ``glo > ghi``), so ``max(z_i - theta,
   0.0) <= max(z_i, 0.0) <= a_i`` and the clip's ``min(., a_i)`` is left out likewise.
 
-Only the 3-entry blocks have it (the largest gain: about 30 % fewer instructions on the
-paper-default instance's random actions); each tame solver costs about 1 s of first-use compile.
+None of this depends on the number of entries ``n``: the blocks of 2, 3 and 4 entries have a
+tame solver (on the paper-default instance's random actions the 3-entry one takes about 30 %
+fewer instructions than the general one, the 4-entry one about a third of the cycles: 9.5-12
+against 12-16 ns per group, cached code); each costs about 1 s of first-use compile. The
+1-entry block has no cap-leaving breakpoint to skip and keeps the general solver.
+
+Compilation. :func:`_solve` is inlined into :func:`project_block` (``inline="always"``): numba
+otherwise links a separately compiled callee into the process that compiles it, whose loop LLVM
+left scalar for 4 entries (it vectorises the copy inside the caller, which a later process loads
+from the cache): about 45 against 15 ns per group, in the first process after an install only.
+Each group's solve runs in two passes over the block (theta of every group, then the clips and
+loads), which keeps each pass's dependent chain short enough for the next groups' work to
+overlap it (about 8 % fewer cycles on the paper-default instance).
 """
 
 from __future__ import annotations
@@ -75,7 +87,7 @@ SMALL_GROUP = 16
 #: Relative safety margin of the final rescaling that removes the solve's rounding excess.
 _SHRINK = 1.0 - 4e-16
 #: Rows of the scratch array ``work`` of :func:`project_block` (one per-group quantity each).
-WORK_ROWS = 1
+WORK_ROWS = 2
 
 
 @numba.njit(cache=True)
@@ -127,18 +139,19 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
     return prev  # not reached: the last event always stops the walk (g(max z) = 0 <= c)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
-           s0: np.ndarray, rows: tuple[int, ...] | range, tame: bool | None,
+           s0: np.ndarray, th: np.ndarray, rows: tuple[int, ...] | range, tame: bool | None,
            big: bool | None) -> None:
     """:func:`project_block`'s solve for a block with a group over its capacity; ``s0`` are
     the groups' ``g(0)``, ``n = len(rows)`` their entries; ``tame``: ``None``, or ``True`` for
     a tame block (module docstring); ``big``: ``None`` for ``n <= 4`` (numba prunes the ``is
     None`` branches before typing: no sort compiled into the small solvers).
 
-    Per group: theta on g's first linear piece in closed form where it lies there, else by the
-    bracket search (``n <= SMALL_GROUP``; first, so that fewer values stay live across the
-    first piece) or :func:`_theta_sorted`; the clip at theta, the rounding excess rescaled.
+    Per group (first theta of every group into ``th`` ``(G,)``, then the clips): theta on g's
+    first linear piece in closed form where it lies there, else by the bracket search (``n <=
+    SMALL_GROUP``; first, so that fewer values stay live across the first piece) or
+    :func:`_theta_sorted`; the clip at theta, the rounding excess rescaled.
     Branch-free for small groups: with ``rows`` a tuple the loops over the entries unroll and
     LLVM vectorises the loop over the groups. The bracket search: g is non-increasing (also
     as computed: clips and rounded additions are monotone), so the largest breakpoint ``lo``
@@ -194,7 +207,9 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
             if (n > SMALL_GROUP) & (sg > cg) & (not ok):
                 t2 = _theta_sorted(Z[:, g], A[:, g], Z.shape[0], cg, sg)  # n not a literal
         t1 = t1 if ok else t2
-        theta = t1 if sg > cg else 0.0  # within capacity: the clip
+        th[g] = t1 if sg > cg else 0.0  # within capacity: the clip
+    for g in range(Z.shape[1]):
+        cg, theta = c[g], th[g]
         tot = 0.0
         for i in range(n):
             v = max(Z[i, g] - theta, 0.0)
@@ -225,6 +240,21 @@ def _clip_block(Z: np.ndarray, A: np.ndarray, V: np.ndarray, load: np.ndarray, s
         load[g] = s0[g]
 
 
+@numba.njit(cache=True, inline="always")
+def _is_tame(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray) -> bool:
+    """Whether the block ``Z`` ``(n, G)`` is tame (module docstring): every ``0 <= z <= a``,
+    every ``g(0) = s0 < inf`` and every ``c >= 0``."""
+    tame = True
+    for i in range(Z.shape[0]):
+        for g in range(Z.shape[1]):
+            tame &= (Z[i, g] >= 0.0) & (Z[i, g] <= A[i, g])
+        if not tame:  # OgaSched's ascent points: known after a row
+            return False
+    for g in range(Z.shape[1]):
+        tame &= (s0[g] < math.inf) & (c[g] >= 0.0)
+    return tame
+
+
 @numba.njit(cache=True, error_model="numpy")
 def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
                   work: np.ndarray) -> None:
@@ -240,8 +270,8 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     closed form or else by the bracket search (:func:`_solve`, or :func:`_theta_sorted`
     above ``SMALL_GROUP`` entries), and clipped at its theta. Blocks of 1 to 4 entries per group
     (every GainOverhead scenario's) run a solver compiled for their size, which LLVM vectorises
-    across the groups (branch-free, everything of a group in registers); a tame block of 3
-    (module docstring) runs one with fewer operations, bit for bit the same.
+    across the groups (branch-free, everything of a group in registers); a tame block of 2 to
+    4 (module docstring) runs one with fewer operations, bit for bit the same.
     """
     n, n_groups = Z.shape
     s0 = work[0]
@@ -257,27 +287,24 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     if not over or n == 0:  # every group within its capacity: the clip (theta = 0), sums s0
         _clip_block(Z, A, V, load, s0)
     elif n == 1:
-        _solve(Z, A, c, V, load, s0, (0,), None, None)
+        _solve(Z, A, c, V, load, s0, work[1], (0,), None, None)
     elif n == 2:
-        _solve(Z, A, c, V, load, s0, (0, 0), None, None)
-    elif n == 3:  # a tame block (module docstring): every 0 <= z <= a, s0 < inf, c >= 0
-        tame = True
-        for i in range(n):
-            zr, ar = Z[i], A[i]
-            for g in range(n_groups):
-                tame &= (zr[g] >= 0.0) & (zr[g] <= ar[g])
-            if not tame:  # OgaSched's ascent points: known after a row
-                break
-        for g in range(n_groups):
-            tame &= (s0[g] < math.inf) & (c[g] >= 0.0)
-        if tame:
-            _solve(Z, A, c, V, load, s0, (0, 0, 0), True, None)
+        if _is_tame(Z, A, c, s0):
+            _solve(Z, A, c, V, load, s0, work[1], (0, 0), True, None)
         else:
-            _solve(Z, A, c, V, load, s0, (0, 0, 0), None, None)
+            _solve(Z, A, c, V, load, s0, work[1], (0, 0), None, None)
+    elif n == 3:
+        if _is_tame(Z, A, c, s0):
+            _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0), True, None)
+        else:
+            _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0), None, None)
     elif n == 4:
-        _solve(Z, A, c, V, load, s0, (0, 0, 0, 0), None, None)
+        if _is_tame(Z, A, c, s0):
+            _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0, 0), True, None)
+        else:
+            _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0, 0), None, None)
     else:
-        _solve(Z, A, c, V, load, s0, range(n), None, True)
+        _solve(Z, A, c, V, load, s0, work[1], range(n), None, True)
 
 
 @numba.njit(cache=True)

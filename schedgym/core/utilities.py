@@ -81,7 +81,7 @@ def map_flat(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.ndarr
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def map_flat_into(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.ndarray,
                   s: float, out: np.ndarray) -> None:
     """``out[i] = f'(y[i])`` (``derivative``) or ``f(y[i])`` of every entry of the flat arrays

@@ -59,7 +59,7 @@ def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     return np.add.reduceat(y, inst.type_starts, axis=0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
     """``(k*, max_k beta_k tot_k)`` (lowest k on ties) of one type's totals ``tot`` (K,)."""
     best_k, best = 0, -np.inf
@@ -107,20 +107,21 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
 
 
 @numba.njit(cache=True)
-def _score_pair(two: bool, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray, y0: np.ndarray,
-                x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray, z1: np.ndarray,
-                y1: np.ndarray, x1: np.ndarray, p1: np.ndarray, edge_start: np.ndarray,
-                type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
-                ) -> tuple[float, float, float, float, float, float]:
+def _score_pair(two: bool, lin: bool, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
+                y0: np.ndarray, x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray,
+                z1: np.ndarray, y1: np.ndarray, x1: np.ndarray, p1: np.ndarray,
+                edge_start: np.ndarray, type_starts: np.ndarray, beta: np.ndarray,
+                tot: np.ndarray) -> tuple[float, float, float, float, float, float]:
     """The one reward formula, for one copy or two (``two``) in one pass: copy ``c``'s
     allocation is read from ``v_c`` (flat, channel ``e``'s ``K`` resources at ``edge_start[e] +
     k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``), with its
-    utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`),
-    and copied to ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c``
-    ``(3, L)`` gets the per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is
-    the point before the projection. Returns ``(gain, penalty, sum of (y - z)^2)`` of copy 0,
-    then of copy 1 (zeros without ``two``; the copy-1 arguments are then ignored). ``tot``:
-    ``(2, K)`` scratch.
+    utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`;
+    with ``lin``, every utility linear, ``f_c`` is ``alpha`` in that layout and the pass takes
+    ``alpha * v``, the same product), and copied to ``y_c`` ``(E K,)`` row-major; ``x_c``
+    ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets the per-type gain, penalty and ``k*``
+    (as a float); ``z_c`` ``(E K,)`` is the point before the projection. Returns
+    ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``;
+    the copy-1 arguments are then ignored). ``tot``: ``(2, K)`` scratch.
 
     Every sum runs in one fixed order from 0.0: a channel's gain ``sum_k f(y)`` over ``k``, a
     type's gain over its channels, ``Y_l^k`` over the type's channels, the squared distance
@@ -145,13 +146,13 @@ def _score_pair(two: bool, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray, y0: n
                 v = v0[pk]
                 y0[qk] = v
                 d0 += (v - z0[qk]) ** 2
-                eg0 += f0[pk]
+                eg0 += f0[pk] * v if lin else f0[pk]
                 tot0[k] += v
                 if two:
                     w = v1[pk]
                     y1[qk] = w
                     d1 += (w - z1[qk]) ** 2
-                    eg1 += f1[pk]
+                    eg1 += f1[pk] * w if lin else f1[pk]
                     tot1[k] += w
             tg0 += eg0
             tg1 += eg1
@@ -174,8 +175,8 @@ def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> Re
     f = map_flat(False, k.codes.reshape(-1), k.alpha.reshape(-1), yf, k.reciprocal_scale)
     parts = np.empty((3, inst.n_types))
     gain, penalty, *_ = _score_pair(
-        False, yf, f, yf, np.empty(yf.size), np.ascontiguousarray(x, dtype=np.float64), parts,
-        yf, f, yf, yf, parts[0], parts, np.arange(inst.n_edges) * inst.n_resources,
+        False, False, yf, f, yf, np.empty(yf.size), np.ascontiguousarray(x, dtype=np.float64),
+        parts, yf, f, yf, yf, parts[0], parts, np.arange(inst.n_edges) * inst.n_resources,
         k.type_starts, k.beta, np.empty((2, inst.n_resources)))
     return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
                        parts[2].astype(np.int64))
@@ -227,7 +228,7 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
         k.alpha, k.reciprocal_scale, k.type_starts, k.beta, 0.0, False)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _gather(src: np.ndarray, index: np.ndarray, dst: np.ndarray) -> None:
     """``dst[p] = src[index[p]]`` for every ``p`` (flat arrays; ``index >= 0``, read unsigned:
     no negative-index wraparound select): the move into the plan's block buffer, ``index`` =
@@ -270,7 +271,7 @@ def _project_blocks(views: list) -> None:
         project_block(v[0], v[1], v[2], v[3], v[4], v[5])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _spread_load(lb: np.ndarray, groups: np.ndarray, lf: np.ndarray) -> None:
     """``lf`` ``(R K,)`` = the load of every (instance, resource): the block columns' loads
     ``lb`` at ``groups``, 0 for instances without channels."""
@@ -362,7 +363,7 @@ def all_finite(a: np.ndarray) -> bool:
     return ok
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
     ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the clip amount
@@ -402,7 +403,7 @@ class BatchOutcome:
         return self.gain - self.penalty
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: np.ndarray,
                  util32: np.ndarray, index: np.ndarray, values: np.ndarray) -> float:
     """``util`` ``(R K,)`` = ``min(load / capacity, 1)`` from the block columns' loads ``lb``
@@ -422,7 +423,7 @@ def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: 
 @numba.njit(cache=True)
 def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
                inv_cap: np.ndarray, upper: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
-               s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
+               lin: bool, s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
                util: np.ndarray, util32: np.ndarray, stats: np.ndarray) -> int:
     """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``. With
     ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
@@ -430,7 +431,8 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     (float64, resource units). Each copy's target is projected onto Y (:func:`_project_blocks`)
     and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass); ``codes``, ``alpha``
     ``(E K,)``: the utilities in the plan's block layout (``kernel_arrays.block_codes``,
-    ``block_alpha``).
+    ``block_alpha``); ``lin``: every utility is linear (the reward pass then multiplies by
+    ``alpha`` itself).
 
     Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
     ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
@@ -469,9 +471,11 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
                 stats[c, 3] = 0.0
             _gather(zs[j], plan[0], zb)
             _project_blocks(views[j])
-            map_flat_into(False, codes, alpha, vb[j], s, fb[j])
+            if not lin:
+                map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
-        r = _score_pair(m == 2, vb[0], fb[0], zs[0], y[c0], x[c0], parts[0], vb[1], fb[1],
+        f0, f1 = (alpha, alpha) if lin else (fb[0], fb[1])
+        r = _score_pair(m == 2, lin, vb[0], f0, zs[0], y[c0], x[c0], parts[0], vb[1], f1,
                         zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta, tot)
         for j in range(m):
             c = c0 + j
@@ -497,9 +501,9 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
     bad = _step_rows(a, rows, decode, np.ascontiguousarray(x, dtype=np.float64), k.plan,
-                     k.inverse_capacities, k.upper, k.block_codes, k.block_alpha,
-                     k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util,
-                     util32, stats)
+                     k.inverse_capacities, k.upper, k.block_codes, k.block_alpha, k.all_linear,
+                     k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util, util32,
+                     stats)
     return bad, y, util, util32, stats
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.graph import check_edges, edge_mask
 from schedgym.core.resources import RESOURCE_NAMES, resource_names
-from schedgym.core.utilities import FAMILIES, family_codes, slope_at_zero
+from schedgym.core.utilities import FAMILIES, LINEAR, family_codes, slope_at_zero
 from schedgym.core.validation import (
     check_array,
     check_choice,
@@ -116,6 +116,8 @@ class KernelArrays(NamedTuple):
         upper: ``(E K,)``, the per-channel caps flat (the allocation decode's upper bounds).
         block_codes, block_alpha: ``codes`` and ``alpha`` flat in the projection plan's block
             layout (``[plan.entries]``): the step maps the projected block buffer to gains.
+        all_linear: every utility is linear (the step's reward pass then multiplies by
+            ``block_alpha`` itself instead of mapping the utilities first).
     """
 
     plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -128,6 +130,7 @@ class KernelArrays(NamedTuple):
     upper: np.ndarray
     block_codes: np.ndarray
     block_alpha: np.ndarray
+    all_linear: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -285,7 +288,8 @@ class GainOverheadInstance:
                             np.array(self.type_starts), np.array(self.beta),
                             np.array(self.edge_caps).reshape(-1),
                             self.edge_codes.reshape(-1)[p.entries],
-                            self.edge_alpha.reshape(-1)[p.entries])
+                            self.edge_alpha.reshape(-1)[p.entries],
+                            bool(np.all(self.edge_codes == LINEAR)))
 
     @cached_property
     def group_gather(self) -> np.ndarray:
