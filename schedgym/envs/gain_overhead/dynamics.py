@@ -107,7 +107,7 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
 
 
 @numba.njit(cache=True)
-def _score_pair(two: bool, lin: bool, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
+def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
                 y0: np.ndarray, x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray,
                 z1: np.ndarray, y1: np.ndarray, x1: np.ndarray, p1: np.ndarray,
                 edge_start: np.ndarray, type_starts: np.ndarray, beta: np.ndarray,
@@ -116,8 +116,9 @@ def _score_pair(two: bool, lin: bool, v0: np.ndarray, f0: np.ndarray, z0: np.nda
     allocation is read from ``v_c`` (flat, channel ``e``'s ``K`` resources at ``edge_start[e] +
     k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``), with its
     utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`;
-    with ``lin``, every utility linear, ``f_c`` is ``alpha`` in that layout and the pass takes
-    ``alpha * v``, the same product), and copied to ``y_c`` ``(E K,)`` row-major; ``x_c``
+    with ``lin`` ``True`` (not ``None``), every utility linear, ``f_c`` is ``alpha`` in that
+    layout and the pass takes ``alpha * v``, the same product; numba compiles the pass for
+    each, without the test in the loop), and copied to ``y_c`` ``(E K,)`` row-major; ``x_c``
     ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets the per-type gain, penalty and ``k*``
     (as a float); ``z_c`` ``(E K,)`` is the point before the projection. Returns
     ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``;
@@ -146,13 +147,19 @@ def _score_pair(two: bool, lin: bool, v0: np.ndarray, f0: np.ndarray, z0: np.nda
                 v = v0[pk]
                 y0[qk] = v
                 d0 += (v - z0[qk]) ** 2
-                eg0 += f0[pk] * v if lin else f0[pk]
+                if lin is None:
+                    eg0 += f0[pk]
+                else:
+                    eg0 += f0[pk] * v
                 tot0[k] += v
                 if two:
                     w = v1[pk]
                     y1[qk] = w
                     d1 += (w - z1[qk]) ** 2
-                    eg1 += f1[pk] * w if lin else f1[pk]
+                    if lin is None:
+                        eg1 += f1[pk]
+                    else:
+                        eg1 += f1[pk] * w
                     tot1[k] += w
             tg0 += eg0
             tg1 += eg1
@@ -175,7 +182,7 @@ def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> Re
     f = map_flat(False, k.codes.reshape(-1), k.alpha.reshape(-1), yf, k.reciprocal_scale)
     parts = np.empty((3, inst.n_types))
     gain, penalty, *_ = _score_pair(
-        False, False, yf, f, yf, np.empty(yf.size), np.ascontiguousarray(x, dtype=np.float64),
+        False, None, yf, f, yf, np.empty(yf.size), np.ascontiguousarray(x, dtype=np.float64),
         parts, yf, f, yf, yf, parts[0], parts, np.arange(inst.n_edges) * inst.n_resources,
         k.type_starts, k.beta, np.empty((2, inst.n_resources)))
     return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
@@ -474,9 +481,14 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
-        f0, f1 = (alpha, alpha) if lin else (fb[0], fb[1])
-        r = _score_pair(m == 2, lin, vb[0], f0, zs[0], y[c0], x[c0], parts[0], vb[1], f1,
-                        zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta, tot)
+        if lin:
+            r = _score_pair(m == 2, True, vb[0], alpha, zs[0], y[c0], x[c0], parts[0], vb[1],
+                            alpha, zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta,
+                            tot)
+        else:
+            r = _score_pair(m == 2, None, vb[0], fb[0], zs[0], y[c0], x[c0], parts[0], vb[1],
+                            fb[1], zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta,
+                            tot)
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
