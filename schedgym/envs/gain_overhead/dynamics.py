@@ -236,13 +236,29 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 
 @numba.njit(cache=True, inline="always")
-def _gather(src: np.ndarray, index: np.ndarray, dst: np.ndarray) -> None:
-    """``dst[p] = src[index[p]]`` for every ``p`` (flat arrays; ``index >= 0``, read unsigned:
-    no negative-index wraparound select): the move into the plan's block buffer, ``index`` =
-    its ``entries``. (Per channel the ``K`` entries are contiguous on both sides, but a copy
-    loop of ``K`` entries costs more: LLVM guards each with runtime overlap checks.)"""
-    for p in range(dst.size):
-        dst[p] = src[np.uint64(index[p])]
+def _move_runs(src: np.ndarray, dst: np.ndarray, starts: np.ndarray, width: int) -> None:
+    """``dst[starts[e] + k] = src[e * width + k]`` for every run ``e`` and ``k < width``: the
+    move of a row-major ``(E, K)`` allocation into the plan's block buffer (``starts`` = its
+    ``edge_start``, ``width`` = ``K``), a run of ``K`` contiguous entries per channel on both
+    sides. Each run is moved in chunks of 4, 2 and 1 entries, every chunk's loads before its
+    stores, so that LLVM packs a chunk into one vector load and store (loads and stores
+    interleaved could not be reordered: numba's arrays may alias)."""
+    fours, rest = width - width % 4, width % 4
+    for e in range(starts.size):
+        p, q = np.uint64(starts[e]), np.uint64(e * width)
+        for k in range(0, fours, 4):
+            i, j = q + np.uint64(k), p + np.uint64(k)
+            a0, a1, a2, a3 = src[i], src[i + np.uint64(1)], src[i + np.uint64(2)], src[
+                i + np.uint64(3)]
+            dst[j], dst[j + np.uint64(1)], dst[j + np.uint64(2)], dst[j + np.uint64(3)] = (
+                a0, a1, a2, a3)
+        i, j = q + np.uint64(fours), p + np.uint64(fours)
+        if rest >= 2:
+            a0, a1 = src[i], src[i + np.uint64(1)]
+            dst[j], dst[j + np.uint64(1)] = a0, a1
+            i, j = i + np.uint64(2), j + np.uint64(2)
+        if rest % 2:
+            dst[j] = src[i]
 
 
 @numba.njit(cache=True)
@@ -301,7 +317,7 @@ def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) 
     buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
     zb, vb = buf[:size], buf[size:2 * size]
     lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
-    _gather(z.reshape(-1), plan[0], zb)
+    _move_runs(z.reshape(-1), zb, plan[5], n_res)
     _project_blocks(_block_views(zb, plan, n_res, vb, lb, work))
     yf, entries = y.reshape(-1), plan[0]
     for p in range(size):  # the move back
@@ -476,7 +492,7 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
             else:
                 zs[j][:] = a[rows[c]]
                 stats[c, 3] = 0.0
-            _gather(zs[j], plan[0], zb)
+            _move_runs(zs[j], zb, plan[5], n_res)
             _project_blocks(views[j])
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])

@@ -238,21 +238,27 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         """Step the copies ``live`` with actions ``a[live]``; fills ``rewards``/``truncated``
         and returns their infos (zeros and a False mask elsewhere)."""
         N = self.num_envs
-        slots = self._t[live]  # int64, as the single env's int slot in SyncVectorEnv's infos
-        x = self._rows_flat.take(self._row_base[live] + slots + 1, axis=0)
+        every = live.size == N  # then live is 0..N-1 in order: whole arrays, no fancy indexing
+        slots = self._t.copy() if every else self._t[live]  # int64, as SyncVectorEnv's slot
+        base = self._row_base if every else self._row_base[live]
+        x = self._rows_flat.take(base + slots + 1, axis=0)
         y, util, util32, stats = self._score(live, a, x)
-        self._t[live] = slots + 1
-        if live.size == N:
+        if every:
+            self._t += 1
             self._util, self._util32 = util, util32  # the next observation's
+            np.greater_equal(self._t, self.horizon, out=truncated)
+            np.subtract(stats[:, 1], stats[:, 2], out=rewards)
+            mask = np.ones(N, dtype=bool)
         else:  # step() renews _util32 after the resets
+            self._t[live] = slots + 1
             self._util[live] = util
-        truncated[live] = slots + 1 >= self.horizon
-        rewards[live] = stats[:, 1] - stats[:, 2]
+            truncated[live] = slots + 1 >= self.horizon
+            rewards[live] = stats[:, 1] - stats[:, 2]
+            mask = np.zeros(N, dtype=bool)
+            mask[live] = True
         values = {"gain": stats[:, 1], "penalty": stats[:, 2], "allocation": y, "arrivals": x,
                   "projection_distance": stats[:, 0], "action_clip": stats[:, 3],
                   "utilization": stats[:, 4] / self._n_pos, "slot": slots}
-        mask = np.zeros(N, dtype=bool)
-        mask[live] = True
         infos: dict[str, Any] = {}
         for key in STEP_INFO_KEYS:
             v = values[key]
