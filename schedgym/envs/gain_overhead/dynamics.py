@@ -295,13 +295,14 @@ def _project_blocks(views: list) -> None:
 
 
 @numba.njit(cache=True, inline="always")
-def _spread_load(lb: np.ndarray, groups: np.ndarray, lf: np.ndarray) -> None:
+def _spread_load(lb: np.ndarray, starts: np.ndarray, lf: np.ndarray, width: int) -> None:
     """``lf`` ``(R K,)`` = the load of every (instance, resource): the block columns' loads
-    ``lb`` at ``groups``, 0 for instances without channels."""
-    for q in range(lf.size):
-        lf[q] = 0.0
-    for q in range(groups.size):
-        lf[np.uint64(groups[q])] = lb[q]
+    ``lb``, ``K = width`` per instance, moved to each instance's ``starts`` (``plan.groups[::K]``,
+    :func:`_move_runs`), 0 for instances without channels."""
+    if starts.size * width < lf.size:
+        for q in range(lf.size):
+            lf[q] = 0.0
+    _move_runs(lb, lf, starts, width)
 
 
 @numba.njit(cache=True)
@@ -322,7 +323,7 @@ def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) 
     yf, entries = y.reshape(-1), plan[0]
     for p in range(size):  # the move back
         yf[np.uint64(entries[p])] = vb[p]
-    _spread_load(lb, plan[1], load.reshape(-1))
+    _spread_load(lb, plan[1][::n_res].copy(), load.reshape(-1), n_res)
 
 
 def project_grouped(
@@ -427,15 +428,16 @@ class BatchOutcome:
 
 
 @numba.njit(cache=True, inline="always")
-def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: np.ndarray,
-                 util32: np.ndarray, index: np.ndarray, values: np.ndarray) -> float:
+def _utilization(lb: np.ndarray, starts: np.ndarray, width: int, inv_cap: np.ndarray,
+                 util: np.ndarray, util32: np.ndarray, index: np.ndarray, values: np.ndarray
+                 ) -> float:
     """``util`` ``(R K,)`` = ``min(load / capacity, 1)`` from the block columns' loads ``lb``
-    (0 where the capacity is 0), ``util32`` the same as float32 (the observation's); returns
-    ``np.add.reduce(util)`` with numpy's bits (its pairwise order, from numpy's start value
-    0.0, which turns a ``-0.0`` total into ``0.0``): the numerator of ``info["utilization"]``.
-    ``index``, ``values``: the sum's scratch stacks (:func:`~schedgym.core.pairwise.np_sum_with`).
-    """
-    _spread_load(lb, groups, util)
+    (:func:`_spread_load`: ``starts``, ``width = K``; 0 where the capacity is 0), ``util32``
+    the same as float32 (the observation's); returns ``np.add.reduce(util)`` with numpy's bits
+    (its pairwise order, from numpy's start value 0.0, which turns a ``-0.0`` total into
+    ``0.0``): the numerator of ``info["utilization"]``. ``index``, ``values``: the sum's
+    scratch stacks (:func:`~schedgym.core.pairwise.np_sum_with`)."""
+    _spread_load(lb, starts, util, width)
     for i in range(util.size):  # flat loops that vectorise
         util[i] = min(util[i] * inv_cap[i], 1.0)
     for i in range(util.size):
@@ -480,7 +482,7 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     views = (views0, views1)
     tot = np.empty((2, n_res))
     index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
-    inv_f = inv_cap.reshape(-1)
+    inv_f, starts = inv_cap.reshape(-1), plan[1][::n_res].copy()
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
         for j in range(m):
@@ -508,8 +510,8 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
-            stats[c, 4] = _utilization(lb[j], plan[1], inv_f, util[c], util32[c], index,
-                                       values)
+            stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, util[c], util32[c],
+                                       index, values)
     return -1
 
 
