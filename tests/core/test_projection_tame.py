@@ -139,6 +139,22 @@ def test_blocks_one_entry_from_tame_equal_the_reference(break_it, n):
         np.testing.assert_array_equal(load.view(np.uint64), load_ref.view(np.uint64))
 
 
+def _put_special(rng: np.random.Generator, specials: list[tuple[int, float]], z: np.ndarray,
+                 a: np.ndarray, c: np.ndarray) -> None:
+    """One drawn special value into a random entry: ``z`` (where 0), ``a`` (1), ``c`` (2) or
+    both ``z`` and ``a`` (3)."""
+    where, value = specials[int(rng.integers(len(specials)))]
+    i, g = int(rng.integers(z.shape[0])), int(rng.integers(z.shape[1]))
+    if where == 0:
+        z[i, g] = value
+    elif where == 1:
+        a[i, g] = value
+    elif where == 2:
+        c[g] = value
+    else:
+        z[i, g] = a[i, g] = value
+
+
 def _near_tame_digest(solve=_solve_block) -> str:
     """SHA-256 of the projection and loads of 120 blocks of 3 that are tame but for one or two
     non-finite or negative values (NaN in ``z``, ``a`` or ``c``, ``z = a = inf``, ``c = -inf``
@@ -151,16 +167,7 @@ def _near_tame_digest(solve=_solve_block) -> str:
     for t in range(120):
         z, a, c = _tame_block(rng, G=24)
         for _ in range(1 + t % 2):
-            where, value = specials[int(rng.integers(len(specials)))]
-            i, g = int(rng.integers(3)), int(rng.integers(24))
-            if where == 0:
-                z[i, g] = value
-            elif where == 1:
-                a[i, g] = value
-            elif where == 2:
-                c[g] = value
-            else:
-                z[i, g] = a[i, g] = value
+            _put_special(rng, specials, z, a, c)
         V, load = solve(z, a, c)
         for out in (V, load):
             h.update(np.where(np.isnan(out), np.nan, out).tobytes())
@@ -197,16 +204,7 @@ def test_tame_and_near_tame_blocks_equal_the_general_solver(n):
     for t in range(160):
         z, a, c = _tame_block(rng, G=24, n=n)
         for _ in range(t % 3):  # 0: tame
-            where, value = specials[int(rng.integers(len(specials)))]
-            i, g = int(rng.integers(n)), int(rng.integers(24))
-            if where == 0:
-                z[i, g] = value
-            elif where == 1:
-                a[i, g] = value
-            elif where == 2:
-                c[g] = value
-            else:
-                z[i, g] = a[i, g] = value
+            _put_special(rng, specials, z, a, c)
         for got, want in zip(_solve_block(z, a, c), _general_block(z, a, c), strict=True):
             np.testing.assert_array_equal(np.where(np.isnan(got), np.nan, got).view(np.uint64),
                                           np.where(np.isnan(want), np.nan, want).view(np.uint64))
