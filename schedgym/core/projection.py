@@ -38,11 +38,10 @@ solver of 3 entries (for blocks that are not tame) and that of any ``n`` evaluat
 which compiles one loop.
 
 Tame blocks. A block of 2 to 4 entries per group whose every ``z_i`` satisfies ``0 <= z_i <=
-a_i``,
-every ``g(0) = s0 < inf`` (so no ``z_i = inf``) and every ``c >= 0`` (the allocation decode's
-points ``z = (clip(a, -1, 1) + 1) / 2 * cap`` are) is solved by a compiled version of the same
-solve that leaves out what cannot change a bit there (numba's ``min(x, y)`` is ``y if y < x
-else x``, ``max(x, y)`` is ``y if y > x else x``):
+a_i``, every ``g(0) = s0 < inf`` (so no ``z_i = inf``) and every ``c >= 0`` (the allocation
+decode's points ``z = (clip(a, -1, 1) + 1) / 2 * cap`` are) is solved by a compiled version of
+the same solve that leaves out what cannot change a bit there (numba's ``min(x, y)`` is ``y if
+y < x else x``, ``max(x, y)`` is ``y if y > x else x``):
 
 * no entry exceeds its cap, so the cap-leaving breakpoints are skipped as in any such block;
 * ``g(inf)``'s terms are ``min(max(-inf, 0.0), a_i) = min(0.0, a_i) = +0.0``: ``g(inf) = +0.0``;

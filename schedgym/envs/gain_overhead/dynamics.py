@@ -237,12 +237,14 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 @numba.njit(cache=True, inline="always")
 def _move_runs(src: np.ndarray, dst: np.ndarray, starts: np.ndarray, width: int) -> None:
-    """``dst[starts[e] + k] = src[e * width + k]`` for every run ``e`` and ``k < width``: the
-    move of a row-major ``(E, K)`` allocation into the plan's block buffer (``starts`` = its
-    ``edge_start``, ``width`` = ``K``), a run of ``K`` contiguous entries per channel on both
-    sides. Each run is moved in chunks of 4, 2 and 1 entries, every chunk's loads before its
-    stores, so that LLVM packs a chunk into one vector load and store (loads and stores
-    interleaved could not be reordered: numba's arrays may alias)."""
+    """``dst[starts[e] + k] = src[e * width + k]`` for every run ``e`` and ``k < width``, a
+    run of ``width = K`` contiguous entries on both sides: the move of a row-major ``(E, K)``
+    allocation into the plan's block buffer (``starts`` = its ``edge_start``, a run per
+    channel), and of the block columns' loads to the instances' rows of ``(R, K)`` (``starts``
+    = ``plan.groups[::K]``, a run per instance; :func:`_spread_load`). Each run is moved in
+    chunks of 4, 2 and 1 entries, every chunk's loads before its stores, so that LLVM packs a
+    chunk into one vector load and store (loads and stores interleaved could not be reordered:
+    numba's arrays may alias)."""
     fours, rest = width - width % 4, width % 4
     for e in range(starts.size):
         p, q = np.uint64(starts[e]), np.uint64(e * width)
