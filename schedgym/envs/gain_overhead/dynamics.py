@@ -32,6 +32,7 @@ from schedgym.core.envbase import first_nonfinite_index
 from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
+from schedgym.core.views import borrow_block
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -264,36 +265,25 @@ def _move_runs(src: np.ndarray, dst: np.ndarray, starts: np.ndarray, width: int)
 
 
 @numba.njit(cache=True)
-def _block_views(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
-                 work: np.ndarray) -> list:
-    """The arguments of :func:`~schedgym.core.projection.project_block` for every block of the
-    plan (groups of ``n`` channels: ``(n, G_n)``), as views of the block buffers ``zb`` (the
-    points) and ``vb`` ``(E K,)`` (the result), ``lb`` (the columns' loads, ``(sum_n G_n,)``)
-    and ``work`` (``WORK_ROWS`` times the largest block's columns): made once per call of a
-    kernel and reused for every copy, since each view costs two atomic reference counts."""
+def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
+                    work: np.ndarray) -> None:
+    """Exact projection of the block buffer ``zb`` ``(E K,)`` into ``vb``, block by block
+    (:func:`~schedgym.core.projection.project_block`: the groups of the instances with ``n``
+    channels are the columns of one ``(n, G_n)`` block, ``G_n`` = their number times ``K =
+    n_res``); ``lb`` ``(sum_n G_n,)`` gets the loads of the block columns; ``work``: scratch of
+    ``WORK_ROWS`` times the largest block's columns. The blocks are borrowed views
+    (:mod:`schedgym.core.views`: no atomic reference counts)."""
     per_size, caps, capacity = plan[2], plan[3], plan[4]
-    views = []
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
         if n_groups == 0:
             continue
-        block, cols = slice(at, at + n * n_groups), slice(at_g, at_g + n_groups)
-        views.append((zb[block].reshape((n, n_groups)), caps[block].reshape((n, n_groups)),
-                      capacity[cols], vb[block].reshape((n, n_groups)), lb[cols],
-                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups))))
+        project_block(borrow_block(zb, at, n, n_groups), borrow_block(caps, at, n, n_groups),
+                      borrow_block(capacity, at_g, 1, n_groups)[0],
+                      borrow_block(vb, at, n, n_groups), borrow_block(lb, at_g, 1, n_groups)[0],
+                      borrow_block(work, 0, WORK_ROWS, n_groups))
         at, at_g = at + n * n_groups, at_g + n_groups
-    return views
-
-
-@numba.njit(cache=True)
-def _project_blocks(views: list) -> None:
-    """Exact projection of the block buffer into the result buffer of :func:`_block_views`,
-    block by block (:func:`~schedgym.core.projection.project_block`); the loads of the block
-    columns come with it."""
-    for i in range(len(views)):
-        v = views[i]
-        project_block(v[0], v[1], v[2], v[3], v[4], v[5])
 
 
 @numba.njit(cache=True, inline="always")
@@ -321,7 +311,7 @@ def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) 
     zb, vb = buf[:size], buf[size:2 * size]
     lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
     _move_runs(z.reshape(-1), zb, plan[5], n_res)
-    _project_blocks(_block_views(zb, plan, n_res, vb, lb, work))
+    _project_blocks(zb, plan, n_res, vb, lb, work)
     yf, entries = y.reshape(-1), plan[0]
     for p in range(size):  # the move back
         yf[np.uint64(entries[p])] = vb[p]
@@ -468,20 +458,16 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     one copy gives the same bits alone as in a batch."""
     n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
     # two of each per-copy buffer (the pair of copies scored together; one copy alone uses
-    # only the first), as separate arrays: a row view of a 2-D buffer would cost two atomic
-    # reference counts per use
+    # only the first), as separate arrays (fresh allocations, which LLVM knows alias nothing)
     zs0, vb0, fb0, lb0 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
     parts0 = np.empty((3, type_starts.size))
     zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
-    views0 = _block_views(zb, plan, n_res, vb0, lb0, work)
     if n > 1:
         zs1, vb1, fb1, lb1 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
-        parts1, views1 = np.empty((3, type_starts.size)), _block_views(zb, plan, n_res, vb1,
-                                                                       lb1, work)
+        parts1 = np.empty((3, type_starts.size))
     else:
-        zs1, vb1, fb1, lb1, parts1, views1 = zs0, vb0, fb0, lb0, parts0, views0
+        zs1, vb1, fb1, lb1, parts1 = zs0, vb0, fb0, lb0, parts0
     zs, vb, fb, lb, parts = (zs0, zs1), (vb0, vb1), (fb0, fb1), (lb0, lb1), (parts0, parts1)
-    views = (views0, views1)
     tot = np.empty((2, n_res))
     index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
     inv_f, starts = inv_cap.reshape(-1), plan[1][::n_res].copy()
@@ -497,7 +483,7 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
                 zs[j][:] = a[rows[c]]
                 stats[c, 3] = 0.0
             _move_runs(zs[j], zb, plan[5], n_res)
-            _project_blocks(views[j])
+            _project_blocks(zb, plan, n_res, vb[j], lb[j], work)
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
