@@ -249,7 +249,12 @@ def _move_runs(src: np.ndarray, dst: np.ndarray, starts: np.ndarray, width: int)
     fours, rest = width - width % 4, width % 4
     for e in range(starts.size):
         p, q = np.uint64(starts[e]), np.uint64(e * width)
-        for k in range(0, fours, 4):
+        if fours:  # the first chunk of 4 outside the loop: no loop for K < 8
+            a0, a1, a2, a3 = src[q], src[q + np.uint64(1)], src[q + np.uint64(2)], src[
+                q + np.uint64(3)]
+            dst[p], dst[p + np.uint64(1)], dst[p + np.uint64(2)], dst[p + np.uint64(3)] = (
+                a0, a1, a2, a3)
+        for k in range(4, fours, 4):
             i, j = q + np.uint64(k), p + np.uint64(k)
             a0, a1, a2, a3 = src[i], src[i + np.uint64(1)], src[i + np.uint64(2)], src[
                 i + np.uint64(3)]
