@@ -85,6 +85,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         #: + 1`` of copy ``i`` is ``_rows_flat[_row_base[i] + s + 1]`` (``take`` of a table is
         #: faster than a 2-D fancy index).
         self._rows_flat = self._padded.reshape(-1, inst.n_types)
+        #: ``_rows_flat`` as float32 (the observations' arrivals), renewed with each reset copy.
+        self._rows_flat32 = np.zeros(self._rows_flat.shape, dtype=np.float32)
         self._row_base = np.arange(self.num_envs) * (self.horizon + 2)
         #: ``progress`` of slot ``t`` (``t / T`` as float32), for every ``t`` in ``[0, T]``.
         self._progress = (np.arange(self.horizon + 1) / self.horizon).astype(np.float32)
@@ -95,6 +97,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         #: ``_util`` as float32: the next observation's (a new array each step and reset).
         self._util32 = np.zeros(self._util.shape, dtype=np.float32)
         self._features = getattr(first, "_features", None)
+        self._obs_keys: tuple[str, ...] = tuple(first.observation_space.keys())  # type: ignore[attr-defined]
+        self._all = np.ones(self.num_envs, dtype=bool)  # the info mask of a step of every copy
         self._needs_reset = True
 
     @property
@@ -139,6 +143,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         _, info = env.reset(**kwargs)
         self._padded[i, 1:-1] = env._arrivals
         env._arrivals = self._padded[i, 1:-1]
+        rows = slice(self._row_base[i], self._row_base[i] + self.horizon + 2)
+        self._rows_flat32[rows] = self._rows_flat[rows]
         self._t[i] = 0
         self._util[i] = 0.0
         return self._add_info(infos, info, i)
@@ -149,14 +155,13 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         observation space's key order; each row is the single env's ``_obs()``."""
         t = self._t
         values = {
-            "arrivals": self._rows_flat.take(self._row_base + t + self._obs_shift, axis=0
-                                             ).astype(np.float32),
+            "arrivals": self._rows_flat32.take(self._row_base + t + self._obs_shift, axis=0),
             "utilization": self._util32,
             "progress": self._progress.take(t)[:, None],
         }
         if self._features is not None:
             values["instance"] = np.tile(self._features, (self.num_envs, 1))
-        return {key: values[key] for key in self.single_observation_space.keys()}  # type: ignore[attr-defined]
+        return {key: values[key] for key in self._obs_keys}
 
     # ------------------------------------------------------------------- step
     def _as_actions(self, actions: Any) -> np.ndarray:
@@ -195,18 +200,19 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         N = self.num_envs
         resetting = self._autoreset
         a = self._as_actions(actions)
+        if not resetting.any():
+            rewards, truncated, infos = self._step_every(a)
+            self._autoreset = truncated.copy()
+            return self._observations(), rewards, np.zeros(N, dtype=bool), truncated, infos
         rewards = np.zeros(N)
         truncated = np.zeros(N, dtype=bool)
-        infos: dict[str, Any] = {}
-        if not resetting.any():
-            infos = self._step_live(self._rows, a, rewards, truncated)
-        else:
-            live = np.flatnonzero(~resetting)
-            if live.size:
-                infos = self._step_live(live, a, rewards, truncated)
-            for i in np.flatnonzero(resetting):
-                infos = self._reset_copy(int(i), infos)
-            self._util32 = self._util.astype(np.float32)
+        infos = {}
+        live = np.flatnonzero(~resetting)
+        if live.size:
+            infos = self._step_live(live, a, rewards, truncated)
+        for i in np.flatnonzero(resetting):
+            infos = self._reset_copy(int(i), infos)
+        self._util32 = self._util.astype(np.float32)
         self._autoreset = truncated.copy()
         return self._observations(), rewards, np.zeros(N, dtype=bool), truncated, infos
 
@@ -233,40 +239,47 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         stats[:, 3] = clip
         return y, util, util32, stats
 
+    def _step_every(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every copy (none resets): :meth:`_step_live` for all of them, with whole
+        arrays (no fancy indexing, no zero filling); returns ``(rewards, truncated, infos)``."""
+        slots = self._t.copy()  # int64, as SyncVectorEnv's slot
+        x = self._rows_flat.take(self._row_base + slots + 1, axis=0)
+        y, util, util32, stats = self._score(self._rows, a, x)
+        self._t += 1
+        self._util, self._util32 = util, util32  # the next observation's
+        mask = self._all
+        infos = {"gain": stats[:, 1], "_gain": mask.copy(), "penalty": stats[:, 2],
+                 "_penalty": mask.copy(), "allocation": y, "_allocation": mask.copy(),
+                 "arrivals": x, "_arrivals": mask.copy(), "projection_distance": stats[:, 0],
+                 "_projection_distance": mask.copy(), "action_clip": stats[:, 3],
+                 "_action_clip": mask.copy(), "utilization": stats[:, 4] / self._n_pos,
+                 "_utilization": mask.copy(), "slot": slots, "_slot": mask.copy()}
+        return stats[:, 1] - stats[:, 2], self._t >= self.horizon, infos
+
     def _step_live(self, live: np.ndarray, a: np.ndarray, rewards: np.ndarray,
                    truncated: np.ndarray) -> dict[str, Any]:
-        """Step the copies ``live`` with actions ``a[live]``; fills ``rewards``/``truncated``
-        and returns their infos (zeros and a False mask elsewhere)."""
+        """Step the copies ``live`` (some copies reset) with actions ``a[live]``; fills
+        ``rewards``/``truncated`` and returns their infos (zeros and a False mask elsewhere, as
+        Gymnasium's ``_add_info`` leaves them); step() renews ``_util32`` after the resets."""
         N = self.num_envs
-        every = live.size == N  # then live is 0..N-1 in order: whole arrays, no fancy indexing
-        slots = self._t.copy() if every else self._t[live]  # int64, as SyncVectorEnv's slot
-        base = self._row_base if every else self._row_base[live]
-        x = self._rows_flat.take(base + slots + 1, axis=0)
+        slots = self._t[live]  # int64, as SyncVectorEnv's slot
+        x = self._rows_flat.take(self._row_base[live] + slots + 1, axis=0)
         y, util, util32, stats = self._score(live, a, x)
-        if every:
-            self._t += 1
-            self._util, self._util32 = util, util32  # the next observation's
-            np.greater_equal(self._t, self.horizon, out=truncated)
-            np.subtract(stats[:, 1], stats[:, 2], out=rewards)
-            mask = np.ones(N, dtype=bool)
-        else:  # step() renews _util32 after the resets
-            self._t[live] = slots + 1
-            self._util[live] = util
-            truncated[live] = slots + 1 >= self.horizon
-            rewards[live] = stats[:, 1] - stats[:, 2]
-            mask = np.zeros(N, dtype=bool)
-            mask[live] = True
+        self._t[live] = slots + 1
+        self._util[live] = util
+        truncated[live] = slots + 1 >= self.horizon
+        rewards[live] = stats[:, 1] - stats[:, 2]
+        mask = np.zeros(N, dtype=bool)
+        mask[live] = True
         values = {"gain": stats[:, 1], "penalty": stats[:, 2], "allocation": y, "arrivals": x,
                   "projection_distance": stats[:, 0], "action_clip": stats[:, 3],
                   "utilization": stats[:, 4] / self._n_pos, "slot": slots}
         infos: dict[str, Any] = {}
         for key in STEP_INFO_KEYS:
             v = values[key]
-            if live.size < N:  # zeros under a False mask, as Gymnasium's _add_info leaves them
-                full = np.zeros((N, *v.shape[1:]), dtype=v.dtype)
-                full[live] = v
-                v = full
-            infos[key], infos[f"_{key}"] = v, mask.copy()
+            full = np.zeros((N, *v.shape[1:]), dtype=v.dtype)
+            full[live] = v
+            infos[key], infos[f"_{key}"] = full, mask.copy()
         return infos
 
     def render(self) -> tuple[Any, ...]:
