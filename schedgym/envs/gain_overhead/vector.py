@@ -98,7 +98,6 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._util32 = np.zeros(self._util.shape, dtype=np.float32)
         self._features = getattr(first, "_features", None)
         self._obs_keys: tuple[str, ...] = tuple(first.observation_space.keys())  # type: ignore[attr-defined]
-        self._all = np.ones(self.num_envs, dtype=bool)  # the info mask of a step of every copy
         self._needs_reset = True
 
     @property
@@ -247,13 +246,13 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         y, util, util32, stats = self._score(self._rows, a, x)
         self._t += 1
         self._util, self._util32 = util, util32  # the next observation's
-        mask = self._all
-        infos = {"gain": stats[:, 1], "_gain": mask.copy(), "penalty": stats[:, 2],
-                 "_penalty": mask.copy(), "allocation": y, "_allocation": mask.copy(),
-                 "arrivals": x, "_arrivals": mask.copy(), "projection_distance": stats[:, 0],
-                 "_projection_distance": mask.copy(), "action_clip": stats[:, 3],
-                 "_action_clip": mask.copy(), "utilization": stats[:, 4] / self._n_pos,
-                 "_utilization": mask.copy(), "slot": slots, "_slot": mask.copy()}
+        masks = np.ones((len(STEP_INFO_KEYS), self.num_envs), dtype=bool)  # a row per key
+        infos = {"gain": stats[:, 1], "_gain": masks[0], "penalty": stats[:, 2],
+                 "_penalty": masks[1], "allocation": y, "_allocation": masks[2],
+                 "arrivals": x, "_arrivals": masks[3], "projection_distance": stats[:, 0],
+                 "_projection_distance": masks[4], "action_clip": stats[:, 3],
+                 "_action_clip": masks[5], "utilization": stats[:, 4] / self._n_pos,
+                 "_utilization": masks[6], "slot": slots, "_slot": masks[7]}
         return stats[:, 1] - stats[:, 2], self._t >= self.horizon, infos
 
     def _step_live(self, live: np.ndarray, a: np.ndarray, rewards: np.ndarray,
