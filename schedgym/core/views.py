@@ -51,4 +51,29 @@ def _borrow_block(typingctx: Any, flat: Any, start: Any, n_rows: Any, n_cols: An
 #: caller keeps the block inside ``flat``. Other arrays are a typing error.
 borrow_block = cast(Callable[[np.ndarray, int, int, int], np.ndarray], intrinsic(_borrow_block))
 
-__all__ = ["borrow_block"]
+
+def _borrow_row(typingctx: Any, a: Any, i: Any) -> Any:
+    """:func:`borrow_row`'s typing and code generation (a numba intrinsic)."""
+    if not (_c_array(a) and a.ndim == 2):
+        return None
+    ret = a.copy(ndim=1, layout="C")
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        src = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder)
+        n_cols = builder.extract_value(src.shape, 1)
+        populate_array(out, data=builder.gep(src.data, [builder.mul(args[1], n_cols)]),
+                       shape=[n_cols], strides=[src.itemsize], itemsize=src.itemsize,
+                       meminfo=None)
+        return out._getvalue()
+
+    return ret(a, types.intp), codegen
+
+
+#: ``borrow_row(a, i)`` (in numba kernels only): row ``a[i]`` of a C-contiguous 2-D array,
+#: borrowed (module docstring), of the same dtype and writability. No bounds check and no
+#: negative index: ``0 <= i < a.shape[0]`` is the caller's to keep. Other arrays are a typing
+#: error.
+borrow_row = cast(Callable[[np.ndarray, int], np.ndarray], intrinsic(_borrow_row))
+
+__all__ = ["borrow_block", "borrow_row"]

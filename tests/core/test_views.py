@@ -7,7 +7,7 @@ import numba
 import numpy as np
 import pytest
 
-from schedgym.core.views import borrow_block
+from schedgym.core.views import borrow_block, borrow_row
 
 
 @numba.njit
@@ -56,5 +56,46 @@ def test_borrowed_block_of_other_dtypes() -> None:
 
 @pytest.mark.parametrize("bad", [np.zeros((3, 4)), np.zeros(20)[::2]])
 def test_borrowed_block_refuses_arrays_it_does_not_describe(bad: np.ndarray) -> None:
-    with pytest.raises(numba.core.errors.TypingError):
+    with pytest.raises(numba.core.errors.TypingError, match="borrow_block"):
         _block_copy(bad, 0, 1, 2)
+
+
+@numba.njit
+def _rows_copy(a: np.ndarray) -> np.ndarray:
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        row = borrow_row(a, a.shape[0] - 1 - i)
+        for j in range(a.shape[1]):
+            out[i, j] = row[j]
+    return out
+
+
+@numba.njit
+def _scale_row(a: np.ndarray, i: int, f: float) -> None:
+    row = borrow_row(a, i)
+    for j in range(row.size):
+        row[j] *= f
+
+
+def test_borrowed_row_equals_numpy_row_and_writes_through() -> None:
+    a = np.arange(15, dtype=np.float64).reshape(5, 3)
+    assert np.array_equal(_rows_copy(a), a[::-1])
+    f32 = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert np.array_equal(_rows_copy(f32), f32[::-1])
+    b = a.copy()
+    _scale_row(b, 3, 2.0)
+    want = a.copy()
+    want[3] *= 2.0
+    assert np.array_equal(b, want)
+
+
+@numba.njit
+def _first_row(a: np.ndarray) -> np.ndarray:
+    return borrow_row(a, 0).copy()
+
+
+@pytest.mark.parametrize("bad", [np.zeros(6), np.zeros((4, 6))[:, ::2], np.zeros((2, 2, 2))])
+def test_borrowed_row_refuses_arrays_it_does_not_describe(bad: np.ndarray) -> None:
+    assert np.array_equal(_first_row(np.ones((2, 3))), np.ones(3))
+    with pytest.raises(numba.core.errors.TypingError, match="borrow_row"):
+        _first_row(bad)

@@ -32,7 +32,7 @@ from schedgym.core.envbase import first_nonfinite_index
 from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
-from schedgym.core.views import borrow_block
+from schedgym.core.views import borrow_block, borrow_row
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -481,30 +481,31 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         for j in range(m):
             c = c0 + j
             if decode:
-                stats[c, 3] = clip_decode_unit(a[rows[c]], upper, zs[j])
+                stats[c, 3] = clip_decode_unit(borrow_row(a, rows[c]), upper, zs[j])
                 if np.isnan(stats[c, 3]):
                     return c
             else:
-                zs[j][:] = a[rows[c]]
+                zs[j][:] = borrow_row(a, rows[c])
                 stats[c, 3] = 0.0
             _move_runs(zs[j], zb, plan[5], n_res)
             _project_blocks(zb, plan, n_res, vb[j], lb[j], work)
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
+        # rows of the caller's arrays as borrowed views (schedgym.core.views: no atomic
+        # reference counts; the caller holds the arrays)
+        y0, y1, x0, x1 = borrow_row(y, c0), borrow_row(y, c1), borrow_row(x, c0), borrow_row(x, c1)
         if lin:
-            r = _score_pair(m == 2, True, vb[0], alpha, zs[0], y[c0], x[c0], parts[0], vb[1],
-                            alpha, zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta,
-                            tot)
+            r = _score_pair(m == 2, True, vb[0], alpha, zs[0], y0, x0, parts[0], vb[1], alpha,
+                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot)
         else:
-            r = _score_pair(m == 2, None, vb[0], fb[0], zs[0], y[c0], x[c0], parts[0], vb[1],
-                            fb[1], zs[1], y[c1], x[c1], parts[1], plan[5], type_starts, beta,
-                            tot)
+            r = _score_pair(m == 2, None, vb[0], fb[0], zs[0], y0, x0, parts[0], vb[1], fb[1],
+                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot)
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
-            stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, util[c], util32[c],
-                                       index, values)
+            stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, borrow_row(util, c),
+                                       borrow_row(util32, c), index, values)
     return -1
 
 
@@ -513,7 +514,8 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     """One step of ``len(rows)`` copies in one compiled call (:func:`_step_rows`): copy ``c``
     acts with ``a[rows[c]]`` (``a`` C-contiguous ``(M, E K)``; with ``decode``
     ``"allocation"``-mode actions, float32 or float64, else float64 targets in resource units)
-    against arrivals ``x[c]`` (``x``: ``(len(rows), L)``).
+    against arrivals ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: int64 indices in ``[0,
+    M)``, the caller's to keep (the kernel reads the rows as borrowed views, unchecked).
 
     Returns ``(bad, y (n, E, K), utilization (n, R K), its float32 copy, stats (n, 5))`` with
     ``stats`` = (projection distance, gain, penalty, clip amount, utilization sum in numpy's
