@@ -118,8 +118,8 @@ def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0:
     k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``), with its
     utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`;
     with ``lin`` ``True`` (not ``None``), every utility linear, ``f_c`` is ``alpha`` in that
-    layout and the pass takes ``alpha * v``, the same product; numba compiles the pass for
-    each, without the test in the loop), and copied to ``y_c`` ``(E K,)`` row-major; ``x_c``
+    layout and the pass takes ``alpha * v``, the same product, reading ``f_0`` for both
+    copies; numba compiles the pass for each, without the test in the loop), and copied to ``y_c`` ``(E K,)`` row-major; ``x_c``
     ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets the per-type gain, penalty and ``k*``
     (as a float); ``z_c`` ``(E K,)`` is the point before the projection. Returns
     ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``;
@@ -159,8 +159,8 @@ def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0:
                     d1 += (w - z1[qk]) ** 2
                     if lin is None:
                         eg1 += f1[pk]
-                    else:
-                        eg1 += f1[pk] * w
+                    else:  # f1 is f0 (alpha): one load for both copies
+                        eg1 += f0[pk] * w
                     tot1[k] += w
             tg0 += eg0
             tg1 += eg1
