@@ -27,22 +27,31 @@ def _c_array(ty: Any) -> bool:
     return isinstance(ty, types.Array) and ty.layout == "C"
 
 
+def _codegen(layout: Callable[[Any, Any, Any], tuple[Any, list[Any]]]) -> Callable[..., Any]:
+    """Code generation of a borrowed C-contiguous view of the intrinsic's first argument:
+    ``layout(builder, src, args)`` gives its offset (items) into the source's data and its shape
+    (LLVM integers); the strides follow from them, the ``meminfo`` is null."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        src = make_array(sig.args[0])(context, builder, args[0])
+        offset, shape = layout(builder, src, args)
+        strides = [src.itemsize]
+        for extent in reversed(shape[1:]):
+            strides.insert(0, builder.mul(extent, strides[0]))
+        out = make_array(sig.return_type)(context, builder)
+        populate_array(out, data=builder.gep(src.data, [offset]), shape=shape, strides=strides,
+                       itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return codegen
+
+
 def _borrow_block(typingctx: Any, flat: Any, start: Any, n_rows: Any, n_cols: Any) -> Any:
     """:func:`borrow_block`'s typing and code generation (a numba intrinsic)."""
     if not (_c_array(flat) and flat.ndim == 1):
         return None
-    ret = flat.copy(ndim=2, layout="C")
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        src = make_array(sig.args[0])(context, builder, args[0])
-        out = make_array(sig.return_type)(context, builder)
-        itemsize = src.itemsize
-        populate_array(out, data=builder.gep(src.data, [args[1]]), shape=[args[2], args[3]],
-                       strides=[builder.mul(args[3], itemsize), itemsize], itemsize=itemsize,
-                       meminfo=None)
-        return out._getvalue()
-
-    return ret(flat, types.intp, types.intp, types.intp), codegen
+    codegen = _codegen(lambda builder, src, args: (args[1], [args[2], args[3]]))
+    return flat.copy(ndim=2, layout="C")(flat, types.intp, types.intp, types.intp), codegen
 
 
 #: ``borrow_block(flat, start, n_rows, n_cols)`` (in numba kernels only):
@@ -52,22 +61,16 @@ def _borrow_block(typingctx: Any, flat: Any, start: Any, n_rows: Any, n_cols: An
 borrow_block = cast(Callable[[np.ndarray, int, int, int], np.ndarray], intrinsic(_borrow_block))
 
 
+def _row_layout(builder: Any, src: Any, args: Any) -> tuple[Any, list[Any]]:
+    n_cols = builder.extract_value(src.shape, 1)
+    return builder.mul(args[1], n_cols), [n_cols]
+
+
 def _borrow_row(typingctx: Any, a: Any, i: Any) -> Any:
     """:func:`borrow_row`'s typing and code generation (a numba intrinsic)."""
     if not (_c_array(a) and a.ndim == 2):
         return None
-    ret = a.copy(ndim=1, layout="C")
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        src = make_array(sig.args[0])(context, builder, args[0])
-        out = make_array(sig.return_type)(context, builder)
-        n_cols = builder.extract_value(src.shape, 1)
-        populate_array(out, data=builder.gep(src.data, [builder.mul(args[1], n_cols)]),
-                       shape=[n_cols], strides=[src.itemsize], itemsize=src.itemsize,
-                       meminfo=None)
-        return out._getvalue()
-
-    return ret(a, types.intp), codegen
+    return a.copy(ndim=1, layout="C")(a, types.intp), _codegen(_row_layout)
 
 
 #: ``borrow_row(a, i)`` (in numba kernels only): row ``a[i]`` of a C-contiguous 2-D array,

@@ -119,9 +119,10 @@ def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0:
     utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`;
     with ``lin`` ``True`` (not ``None``), every utility linear, ``f_c`` is ``alpha`` in that
     layout and the pass takes ``alpha * v``, the same product, reading ``f_0`` for both
-    copies; numba compiles the pass for each, without the test in the loop), and copied to ``y_c`` ``(E K,)`` row-major; ``x_c``
-    ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets the per-type gain, penalty and ``k*``
-    (as a float); ``z_c`` ``(E K,)`` is the point before the projection. Returns
+    copies; numba compiles the pass for each, without the test in the loop), and copied to
+    ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets
+    the per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is the point before
+    the projection. Returns
     ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``;
     the copy-1 arguments are then ignored). ``tot``: ``(2, K)`` scratch.
 
