@@ -523,6 +523,8 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     order); ``bad`` is -1 or the first copy with a NaN/inf action entry (outputs then
     incomplete)."""
     n, k = rows.size, inst.kernel_arrays
+    if not a.flags.c_contiguous:  # the kernel reads its rows as C-contiguous views
+        a = np.ascontiguousarray(a)
     E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))

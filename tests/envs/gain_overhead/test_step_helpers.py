@@ -193,3 +193,19 @@ def test_clip_decode_unit_returns_nan_only_for_a_non_finite_entry():
         b = a.copy()
         b[17] = value
         assert np.isnan(dynamics.clip_decode_unit(b, upper, z))
+
+
+def test_step_batch_reads_a_non_contiguous_action_array_as_its_copy() -> None:
+    """``step_batch`` on a strided action array gives the bits of its C-contiguous copy."""
+    inst = gym.make(ENV_ID, **SMALL).unwrapped.instance
+    d = inst.n_edges * inst.n_resources
+    wide = np.random.default_rng(3).uniform(-1.0, 1.0, (3, 2 * d))
+    strided = wide[:, ::2]
+    assert not strided.flags.c_contiguous
+    x = np.ones((3, inst.n_types))
+    rows = np.arange(3)
+    got = dynamics.step_batch(inst, strided, rows, x, True)
+    want = dynamics.step_batch(inst, np.ascontiguousarray(strided), rows, x, True)
+    assert got[0] == want[0] == -1
+    for g, w in zip(got[1:], want[1:], strict=True):
+        assert np.array_equal(g, w)
