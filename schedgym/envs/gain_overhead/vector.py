@@ -51,6 +51,8 @@ from schedgym.envs.gain_overhead.env import GainOverheadEnv
 #: The per-copy info keys of a step (each with its ``_key`` mask).
 STEP_INFO_KEYS: tuple[str, ...] = ("gain", "penalty", "allocation", "arrivals",
                                    "projection_distance", "action_clip", "utilization", "slot")
+#: Their mask keys, in the same order.
+_MASK_KEYS: tuple[str, ...] = tuple(f"_{key}" for key in STEP_INFO_KEYS)
 
 
 class GainOverheadVectorEnv(gym.vector.VectorEnv):
@@ -247,13 +249,19 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._t += 1
         self._util, self._util32 = util, util32  # the next observation's
         masks = np.ones((len(STEP_INFO_KEYS), self.num_envs), dtype=bool)  # a row per key
-        infos = {"gain": stats[:, 1], "_gain": masks[0], "penalty": stats[:, 2],
-                 "_penalty": masks[1], "allocation": y, "_allocation": masks[2],
-                 "arrivals": x, "_arrivals": masks[3], "projection_distance": stats[:, 0],
-                 "_projection_distance": masks[4], "action_clip": stats[:, 3],
-                 "_action_clip": masks[5], "utilization": stats[:, 4] / self._n_pos,
-                 "_utilization": masks[6], "slot": slots, "_slot": masks[7]}
+        infos: dict[str, Any] = {}
+        for key, mask_key, value, mask in zip(STEP_INFO_KEYS, _MASK_KEYS,
+                                              self._info_values(y, x, stats, slots), masks,
+                                              strict=True):
+            infos[key], infos[mask_key] = value, mask
         return stats[:, 1] - stats[:, 2], self._t >= self.horizon, infos
+
+    def _info_values(self, y: np.ndarray, x: np.ndarray, stats: np.ndarray, slots: np.ndarray
+                     ) -> tuple[np.ndarray, ...]:
+        """The stepped copies' info values in :data:`STEP_INFO_KEYS` order, from the outputs
+        of :meth:`_score` (``stats`` columns: distance, gain, penalty, clip, utilization sum)."""
+        return (stats[:, 1], stats[:, 2], y, x, stats[:, 0], stats[:, 3],
+                stats[:, 4] / self._n_pos, slots)
 
     def _step_live(self, live: np.ndarray, a: np.ndarray, rewards: np.ndarray,
                    truncated: np.ndarray) -> dict[str, Any]:
@@ -270,15 +278,12 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         rewards[live] = stats[:, 1] - stats[:, 2]
         mask = np.zeros(N, dtype=bool)
         mask[live] = True
-        values = {"gain": stats[:, 1], "penalty": stats[:, 2], "allocation": y, "arrivals": x,
-                  "projection_distance": stats[:, 0], "action_clip": stats[:, 3],
-                  "utilization": stats[:, 4] / self._n_pos, "slot": slots}
         infos: dict[str, Any] = {}
-        for key in STEP_INFO_KEYS:
-            v = values[key]
+        for key, mask_key, v in zip(STEP_INFO_KEYS, _MASK_KEYS,
+                                    self._info_values(y, x, stats, slots), strict=True):
             full = np.zeros((N, *v.shape[1:]), dtype=v.dtype)
             full[live] = v
-            infos[key], infos[f"_{key}"] = full, mask.copy()
+            infos[key], infos[mask_key] = full, mask.copy()
         return infos
 
     def render(self) -> tuple[Any, ...]:
