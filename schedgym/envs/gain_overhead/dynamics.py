@@ -33,6 +33,7 @@ from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
 from schedgym.core.views import borrow_block, borrow_row
+from schedgym.envs.gain_overhead.lanes import reward_lanes
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -107,6 +108,70 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
         j += w
 
 
+#: The number of resources ``K`` compiled into a copy of the reward pass
+#: (:func:`_score_pair`): the default ``n_resources``, every shipped scenario's.
+STATIC_K = 6
+
+
+@numba.njit(cache=True, inline="always")
+def _channel_lanes(lin: bool | None, v: np.ndarray, f: np.ndarray, z: np.ndarray,
+                   y: np.ndarray, tot: np.ndarray, p: np.uint64, q: np.uint64, n_res: int, d: float,
+                   eg: float) -> tuple[float, float]:
+    """One channel's ``n_res`` entries of the reward pass (block run at ``p``, row-major at
+    ``q``) in chunks of 4, 2 and 1 entries (:func:`.lanes.reward_lanes`); returns the running
+    distance and the channel's gain. With ``n_res`` a literal the chunks are straight code."""
+    k = 0
+    while k + 4 <= n_res:
+        d, eg = reward_lanes(4, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
+                             eg)
+        k += 4
+    if k + 2 <= n_res:
+        d, eg = reward_lanes(2, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
+                             eg)
+        k += 2
+    if k < n_res:
+        d, eg = reward_lanes(1, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
+                             eg)
+    return d, eg
+
+
+@numba.njit(cache=True, inline="always")
+def _score_pass(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
+                y0: np.ndarray, x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray,
+                z1: np.ndarray, y1: np.ndarray, x1: np.ndarray, p1: np.ndarray,
+                edge_start: np.ndarray, type_starts: np.ndarray, beta: np.ndarray,
+                tot: np.ndarray, n_res: int) -> tuple[float, float, float, float, float, float]:
+    """:func:`_score_pair`'s pass, ``n_res = K`` (a literal or not)."""
+    n_types, n_edges = type_starts.size, edge_start.size
+    tot0, tot1 = tot[0], tot[1]
+    g0 = pen0 = d0 = g1 = pen1 = d1 = 0.0
+    for l in range(n_types):
+        lo = type_starts[l]
+        hi = type_starts[l + 1] if l + 1 < n_types else n_edges
+        for k in range(n_res):
+            tot0[k] = 0.0
+            tot1[k] = 0.0
+        tg0 = tg1 = 0.0
+        for e in range(lo, hi):
+            p, q = np.uint64(edge_start[np.uint64(e)]), np.uint64(e * n_res)
+            d0, eg0 = _channel_lanes(lin, v0, f0, z0, y0, tot0, p, q, n_res, d0, 0.0)
+            tg0 += eg0
+            if two:  # with linear utilities f1 is f0 (alpha)
+                d1, eg1 = _channel_lanes(lin, v1, f0 if lin is not None else f1, z1, y1, tot1,
+                                         p, q, n_res, d1, 0.0)
+                tg1 += eg1
+        k0, pn0 = _argmax_weighted(tot0, beta)
+        p0[0, l], p0[1, l], p0[2, l] = tg0, pn0, k0
+        g0 += x0[l] * tg0
+        pen0 += x0[l] * pn0
+        if two:
+            k1, pn1 = _argmax_weighted(tot1, beta)
+            p1[0, l], p1[1, l], p1[2, l] = tg1, pn1, k1
+            g1 += x1[l] * tg1
+            pen1 += x1[l] * pn1
+    return g0, pen0, d0, g1, pen1, d1
+
+
 @numba.njit(cache=True)
 def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
                 y0: np.ndarray, x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray,
@@ -130,51 +195,17 @@ def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0:
     type's gain over its channels, ``Y_l^k`` over the type's channels, the squared distance
     over the entries in row-major ``(e, k)`` order, gain and penalty over the types. The
     distance's sum is one chain of dependent additions (a few cycles each); the second copy's
-    chain runs beside the first's, and the other work of the pass fills the wait."""
-    n_types, n_res, n_edges = type_starts.size, beta.size, edge_start.size
-    tot0, tot1 = tot[0], tot[1]
-    g0 = pen0 = d0 = g1 = pen1 = d1 = 0.0
-    for l in range(n_types):
-        lo = type_starts[l]
-        hi = type_starts[l + 1] if l + 1 < n_types else n_edges
-        for k in range(n_res):
-            tot0[k] = 0.0
-            tot1[k] = 0.0
-        tg0 = tg1 = 0.0
-        for e in range(lo, hi):
-            p, q = np.uint64(edge_start[e]), np.uint64(e * n_res)
-            eg0 = eg1 = 0.0
-            for k in range(n_res):
-                pk, qk = p + np.uint64(k), q + np.uint64(k)
-                v = v0[pk]
-                y0[qk] = v
-                d0 += (v - z0[qk]) ** 2
-                if lin is None:
-                    eg0 += f0[pk]
-                else:
-                    eg0 += f0[pk] * v
-                tot0[k] += v
-                if two:
-                    w = v1[pk]
-                    y1[qk] = w
-                    d1 += (w - z1[qk]) ** 2
-                    if lin is None:
-                        eg1 += f1[pk]
-                    else:  # f1 is f0 (alpha): one load for both copies
-                        eg1 += f0[pk] * w
-                    tot1[k] += w
-            tg0 += eg0
-            tg1 += eg1
-        k0, pn0 = _argmax_weighted(tot0, beta)
-        p0[0, l], p0[1, l], p0[2, l] = tg0, pn0, k0
-        g0 += x0[l] * tg0
-        pen0 += x0[l] * pn0
-        if two:
-            k1, pn1 = _argmax_weighted(tot1, beta)
-            p1[0, l], p1[1, l], p1[2, l] = tg1, pn1, k1
-            g1 += x1[l] * tg1
-            pen1 += x1[l] * pn1
-    return g0, pen0, d0, g1, pen1, d1
+    chain runs beside the first's, and the other work of the pass fills the wait.
+
+    A channel's entries are handled in vector chunks (:mod:`.lanes`: the same operations in
+    the same order, so the same bits). For ``K = STATIC_K`` a copy of the pass compiled with
+    ``K`` as a constant runs (the chunks of a channel then straight code, no loop or test),
+    else one with ``K`` a variable."""
+    if beta.size == STATIC_K:
+        return _score_pass(two, lin, v0, f0, z0, y0, x0, p0, v1, f1, z1, y1, x1, p1, edge_start,
+                           type_starts, beta, tot, STATIC_K)
+    return _score_pass(two, lin, v0, f0, z0, y0, x0, p0, v1, f1, z1, y1, x1, p1, edge_start,
+                       type_starts, beta, tot, beta.size)
 
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:

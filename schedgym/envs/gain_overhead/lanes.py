@@ -1,0 +1,84 @@
+"""One chunk of GainOverhead's reward pass as explicit SIMD code (a numba intrinsic).
+
+The reward pass (:func:`.dynamics._score_pair`) reads each channel's ``K`` resources as one
+contiguous run of the projected allocation and does five things per entry: copy it to the
+row-major allocation, add it to the type's per-resource total, square its distance to the point
+before the projection, take its gain (``alpha * y`` for a linear utility, or the mapped utility
+value), and add the last two to running sums in entry order. numba leaves LLVM's SLP vectorizer
+off (``NUMBA_SLP_VECTORIZE=0``), so those per-entry operations compile to one scalar instruction
+each. :func:`reward_lanes` does them for ``width`` consecutive entries at once as LLVM vector
+instructions (one load, store, add, subtract and multiply per chunk instead of per entry) and
+then adds the lanes to the two running sums one by one, in entry order: the same IEEE operations
+on the same operands in the same order as the scalar pass, so the same bits. On the
+paper-default instance, with ``K = 6`` compiled into the pass (a chunk of 4 and one of 2 per
+channel), the vector env's step takes about 12 % fewer instructions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
+
+#: The widths :func:`reward_lanes` compiles (one LLVM vector of float64 each).
+WIDTHS = (1, 2, 4)
+
+
+def _f64_c_vector(ty: Any) -> bool:
+    return (isinstance(ty, types.Array) and ty.ndim == 1 and ty.layout == "C"
+            and ty.dtype == types.float64)
+
+
+def _reward_lanes(typingctx: Any, width: Any, lin: Any, v: Any, f: Any, z: Any, y: Any,
+                  tot: Any, p: Any, q: Any, k: Any, d: Any, eg: Any) -> Any:
+    """:func:`reward_lanes`' typing and code generation."""
+    if not (isinstance(width, types.IntegerLiteral) and width.literal_value in WIDTHS):
+        return None
+    if not all(_f64_c_vector(a) for a in (v, f, z, y, tot)):
+        return None
+    if not all(isinstance(i, types.Integer) for i in (p, q, k)):
+        return None
+    n, product = width.literal_value, not isinstance(lin, types.NoneType)
+    sig = types.UniTuple(types.float64, 2)(width, lin, v, f, z, y, tot, p, q, k, types.float64,
+                                           types.float64)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        vector = ir.VectorType(ir.DoubleType(), n)
+
+        def run(i: int, start: Any) -> Any:  # pointer to the chunk of argument i at start
+            data = make_array(sig.args[i])(context, builder, args[i]).data
+            return builder.bitcast(builder.gep(data, [start]), vector.as_pointer())
+
+        p, q, k, d, eg = args[7:]
+        val = builder.load(run(2, p), align=8)
+        builder.store(val, run(5, q), align=8)  # y = v
+        at = run(6, k)
+        builder.store(builder.fadd(builder.load(at, align=8), val), at, align=8)  # tot += v
+        diff = builder.fsub(val, builder.load(run(4, q), align=8))
+        square = builder.fmul(diff, diff)  # (v - z) ** 2
+        gain = builder.load(run(3, p), align=8)
+        if product:
+            gain = builder.fmul(gain, val)  # alpha * v
+        for j in range(n):  # the running sums, entry by entry
+            lane = ir.Constant(ir.IntType(32), j)
+            d = builder.fadd(d, builder.extract_element(square, lane))
+            eg = builder.fadd(eg, builder.extract_element(gain, lane))
+        return context.make_tuple(builder, sig.return_type, [d, eg])
+
+    return sig, codegen
+
+
+#: ``reward_lanes(width, lin, v, f, z, y, tot, p, q, k, d, eg)`` (in numba kernels only): for the
+#: ``width`` (a literal 1, 2 or 4) entries ``j`` of a chunk, in order: ``y[q + j] = v[p + j]``,
+#: ``tot[k + j] += v[p + j]``, ``d += (v[p + j] - z[q + j]) ** 2`` and ``eg += f[p + j] *
+#: v[p + j]`` (``lin`` not ``None``: linear utilities, ``f`` is ``alpha``) or ``eg += f[p + j]``
+#: (``lin`` ``None``: ``f`` holds the utilities' values); returns ``(d, eg)``. ``v``, ``f``, ``z``,
+#: ``y``, ``tot``: C-contiguous float64 1-D arrays; no bounds check (the caller keeps every chunk
+#: inside its array). Other arguments are a typing error.
+reward_lanes = cast(Callable[..., tuple[float, float]], intrinsic(_reward_lanes))
+
+__all__ = ["WIDTHS", "reward_lanes"]

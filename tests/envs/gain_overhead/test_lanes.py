@@ -1,0 +1,136 @@
+"""The reward pass's vector chunks (:mod:`schedgym.envs.gain_overhead.lanes`) give the bits of
+the scalar formula, entry by entry in order; the pass compiled with ``K = STATIC_K`` as a
+constant gives the bits of the pass with ``K`` a variable."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numba
+import numpy as np
+import pytest
+
+from schedgym.envs.gain_overhead import ENV_ID, dynamics
+from schedgym.envs.gain_overhead.lanes import WIDTHS, reward_lanes
+
+
+@numba.njit
+def _lanes(width: int, lin: bool | None, v: np.ndarray, f: np.ndarray, z: np.ndarray,
+           y: np.ndarray, tot: np.ndarray, p: int, q: int, k: int, d: float, eg: float
+           ) -> tuple[float, float]:
+    if width == 4:
+        return reward_lanes(4, lin, v, f, z, y, tot, p, q, k, d, eg)
+    if width == 2:
+        return reward_lanes(2, lin, v, f, z, y, tot, p, q, k, d, eg)
+    return reward_lanes(1, lin, v, f, z, y, tot, p, q, k, d, eg)
+
+
+def _reference(width: int, lin: bool | None, v: np.ndarray, f: np.ndarray, z: np.ndarray,
+               y: np.ndarray, tot: np.ndarray, p: int, q: int, k: int, d: float, eg: float
+               ) -> tuple[float, float]:
+    """The scalar pass (plain Python floats: IEEE double, one operation at a time)."""
+    for j in range(width):
+        val = float(v[p + j])
+        y[q + j] = val
+        tot[k + j] = float(tot[k + j]) + val
+        diff = val - float(z[q + j])
+        d = d + diff * diff
+        eg = eg + (float(f[p + j]) * val if lin is not None else float(f[p + j]))
+    return d, eg
+
+
+def _bits(x: object) -> bytes:
+    return np.asarray(x, dtype=np.float64).tobytes()
+
+
+def _awkward(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Values whose sums depend on their order, signed zeros and subnormals among them."""
+    pool = np.array([0.0, -0.0, 1.0, 1e16, -1e16, 3.0e-310, 0.1, 1.0 / 3.0, 2.0 ** 52, 7.5])
+    out = pool[rng.integers(pool.size, size=n)] * rng.choice([1.0, -1.0], size=n)
+    mix = rng.random(n) < 0.4
+    out[mix] = rng.normal(scale=10.0, size=int(mix.sum()))
+    return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("lin", [True, None])
+def test_lanes_give_the_bits_of_the_scalar_pass(width: int, lin: bool | None) -> None:
+    rng = np.random.default_rng(width * 7 + (lin is None))
+    for trial in range(200):
+        v, f, z = (_awkward(rng, 12) for _ in range(3))
+        tot = _awkward(rng, 9)
+        p, q, k = (int(i) for i in rng.integers(0, 12 - width + 1, size=3) % (9 - width + 1))
+        d, eg = (float(x) for x in _awkward(rng, 2))
+        y, y_ref = np.full(12, 99.0), np.full(12, 99.0)
+        tot_ref = tot.copy()
+        got = _lanes(width, lin, v, f, z, y, tot, p, q, k, d, eg)
+        want = _reference(width, lin, v, f, z, y_ref, tot_ref, p, q, k, d, eg)
+        assert _bits(got) == _bits(want), (trial, got, want)
+        assert _bits(y) == _bits(y_ref) and _bits(tot) == _bits(tot_ref), trial
+
+
+def test_lanes_add_in_entry_order() -> None:
+    """1e16 + 1 + 1 rounds each 1 away; (1 + 1) + 1e16 would not: the running sums take the
+    lanes one by one, first to last."""
+    v = np.array([1.0, 1.0, 1.0, 1.0])
+    ones = np.ones(4)
+    got = _lanes(4, None, v, ones, np.zeros(4), np.empty(4), np.zeros(4), 0, 0, 0, 1e16, 1e16)
+    assert got == (1e16, 1e16)
+    got = _lanes(4, None, v, ones, np.zeros(4), np.empty(4), np.zeros(4), 0, 0, 0, 0.0, 0.0)
+    assert got == (4.0, 4.0)
+
+
+@numba.njit
+def _lanes_width(width: int, v: np.ndarray) -> tuple[float, float]:
+    return reward_lanes(width, None, v, v, v, v, v, 0, 0, 0, 0.0, 0.0)
+
+
+@numba.njit
+def _lanes_three(v: np.ndarray) -> tuple[float, float]:
+    return reward_lanes(3, None, v, v, v, v, v, 0, 0, 0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(("call", "arg"), [
+    (_lanes_width, np.zeros(4)),  # a width that is not a literal
+    (_lanes_three, np.zeros(4)),  # a width it does not compile
+    (_lanes_three, np.zeros(4, dtype=np.float32)),
+    (_lanes_three, np.zeros(8)[::2]),
+])
+def test_lanes_refuse_what_they_do_not_compile(call, arg) -> None:
+    with pytest.raises(numba.core.errors.TypingError, match="reward_lanes"):
+        if call is _lanes_width:
+            call(4, arg)
+        else:
+            call(arg)
+
+
+@pytest.mark.parametrize("two", [True, False])
+@pytest.mark.parametrize("lin", [True, None])
+def test_static_k_pass_gives_the_bits_of_the_variable_k_pass(two: bool, lin: bool | None
+                                                             ) -> None:
+    """``_score_pair`` on a ``K = STATIC_K`` instance runs the pass compiled for that ``K``;
+    ``_score_pass`` called from Python is compiled with ``K`` a variable (the path of every
+    other ``K``): same outputs, bit for bit."""
+    env = gym.make(ENV_ID, n_types=4, n_instances=6, n_resources=dynamics.STATIC_K)
+    inst = env.unwrapped.instance
+    env.close()
+    k = inst.kernel_arrays
+    n_types, size = inst.n_types, inst.n_edges * inst.n_resources
+    rng = np.random.default_rng(3)
+    start = k.plan[5]
+    for _ in range(5):
+        v = [np.abs(_awkward(rng, size)) for _ in range(2)]
+        f = [k.block_alpha if lin is not None else _awkward(rng, size) for _ in range(2)]
+        z = [_awkward(rng, size) for _ in range(2)]
+        x = [rng.integers(0, 3, size=n_types).astype(np.float64) for _ in range(2)]
+        outs = []
+        for static in (True, False):
+            y = [np.empty(size) for _ in range(2)]
+            parts = [np.empty((3, n_types)) for _ in range(2)]
+            args = (two, lin, v[0], f[0], z[0], y[0], x[0], parts[0], v[1], f[1], z[1], y[1],
+                    x[1], parts[1], start, k.type_starts, k.beta, np.empty((2, inst.n_resources)))
+            r = (dynamics._score_pair(*args) if static
+                 else dynamics._score_pass(*args, int(inst.n_resources)))
+            used = 2 if two else 1
+            outs.append((_bits(r[:3 * used]), [_bits(a) for a in y[:used]],
+                         [_bits(a) for a in parts[:used]]))
+        assert outs[0] == outs[1]
