@@ -474,13 +474,34 @@ def _utilization(lb: np.ndarray, starts: np.ndarray, width: int, inv_cap: np.nda
     return 0.0 + np_sum_with(util, _ZERO, util.size, index, values)
 
 
-@numba.njit(cache=True, inline="always")
-def _step_body(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
+@numba.njit(cache=True)
+def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
                inv_cap: np.ndarray, upper: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
                lin: bool, s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-               util: np.ndarray, util32: np.ndarray, stats: np.ndarray, n_res: int) -> int:
-    """:func:`_step_rows`' step, ``n_res = K`` (a literal or not)."""
-    n, size, n_cols = rows.size, plan[0].size, plan[4].size
+               util: np.ndarray, util32: np.ndarray, stats: np.ndarray, constant_k: bool = True
+               ) -> int:
+    """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``. With
+    ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
+    clipped and decoded by :func:`clip_decode_unit`; without, they are the targets ``(E K,)``
+    (float64, resource units). Each copy's target is projected onto Y (:func:`_project_blocks`)
+    and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass); ``codes``, ``alpha``
+    ``(E K,)``: the utilities in the plan's block layout (``kernel_arrays.block_codes``,
+    ``block_alpha``); ``lin``: every utility is linear (the reward pass then multiplies by
+    ``alpha`` itself).
+
+    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
+    ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
+    ``decode``), utilization sum). Returns -1, or the first copy whose action has a NaN/inf
+    entry (then the outputs are incomplete). The one step formula of the env and the vector env:
+    one copy gives the same bits alone as in a batch.
+
+    With ``K = STATIC_K`` (and ``constant_k``; the tests turn it off to compare) the moves of a
+    channel's or an instance's ``K`` entries and the reward pass run copies compiled with ``K``
+    as a constant (then straight code), else copies with ``K`` a variable; with utilities that
+    are not all linear the pass is :func:`_score_pair` (compiled apart: two inlined copies of
+    each pass are enough for the compile time)."""
+    n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
+    static = constant_k & (n_res == STATIC_K)
     # two of each per-copy buffer (the pair of copies scored together; one copy alone uses
     # only the first), as separate arrays (fresh allocations, which LLVM knows alias nothing)
     zs0, vb0, fb0, lb0 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
@@ -506,7 +527,10 @@ def _step_body(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
             else:
                 zs[j][:] = borrow_row(a, rows[c])
                 stats[c, 3] = 0.0
-            _move_runs(zs[j], zb, plan[5], n_res)
+            if static:
+                _move_runs(zs[j], zb, plan[5], STATIC_K)
+            else:
+                _move_runs(zs[j], zb, plan[5], n_res)
             _project_blocks(zb, plan, beta.size, vb[j], lb[j], work)
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])
@@ -514,49 +538,27 @@ def _step_body(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         # rows of the caller's arrays as borrowed views (schedgym.core.views: no atomic
         # reference counts; the caller holds the arrays)
         y0, y1, x0, x1 = borrow_row(y, c0), borrow_row(y, c1), borrow_row(x, c0), borrow_row(x, c1)
-        if lin:
+        if lin and static:
+            r = _score_pass(m == 2, True, vb[0], alpha, zs[0], y0, x0, parts[0], vb[1], alpha,
+                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot, STATIC_K)
+        elif lin:
             r = _score_pass(m == 2, True, vb[0], alpha, zs[0], y0, x0, parts[0], vb[1], alpha,
                             zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot, n_res)
         else:
-            r = _score_pass(m == 2, None, vb[0], fb[0], zs[0], y0, x0, parts[0], vb[1], fb[1],
-                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot, n_res)
+            r = _score_pair(m == 2, None, vb[0], fb[0], zs[0], y0, x0, parts[0], vb[1], fb[1],
+                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot)
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
-            stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, borrow_row(util, c),
-                                       borrow_row(util32, c), index, values)
+            if static:
+                stats[c, 4] = _utilization(lb[j], starts, STATIC_K, inv_f, borrow_row(util, c),
+                                           borrow_row(util32, c), index, values)
+            else:
+                stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, borrow_row(util, c),
+                                           borrow_row(util32, c), index, values)
     return -1
 
 
-
-@numba.njit(cache=True)
-def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
-               inv_cap: np.ndarray, upper: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
-               lin: bool, s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-               util: np.ndarray, util32: np.ndarray, stats: np.ndarray) -> int:
-    """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``. With
-    ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
-    clipped and decoded by :func:`clip_decode_unit`; without, they are the targets ``(E K,)``
-    (float64, resource units). Each copy's target is projected onto Y (:func:`_project_blocks`)
-    and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass); ``codes``, ``alpha``
-    ``(E K,)``: the utilities in the plan's block layout (``kernel_arrays.block_codes``,
-    ``block_alpha``); ``lin``: every utility is linear (the reward pass then multiplies by
-    ``alpha`` itself).
-
-    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
-    ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
-    ``decode``), utilization sum). Returns -1, or the first copy whose action has a NaN/inf
-    entry (then the outputs are incomplete). The one step formula of the env and the vector env:
-    one copy gives the same bits alone as in a batch.
-
-    With ``K = STATIC_K`` a copy of the step compiled with ``K`` as a constant runs (the moves
-    of a channel's or an instance's ``K`` entries and the reward pass's chunks then straight
-    code), else one with ``K`` a variable."""
-    if beta.size == STATIC_K:
-        return _step_body(a, rows, decode, x, plan, inv_cap, upper, codes, alpha, lin, s,
-                          type_starts, beta, y, util, util32, stats, STATIC_K)
-    return _step_body(a, rows, decode, x, plan, inv_cap, upper, codes, alpha, lin, s,
-                      type_starts, beta, y, util, util32, stats, beta.size)
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,

@@ -141,10 +141,10 @@ def test_static_k_pass_gives_the_bits_of_the_variable_k_pass(two: bool, lin: boo
 @pytest.mark.parametrize(("n", "decode"), [(1, True), (2, True), (5, True), (3, False)])
 def test_static_k_step_gives_the_bits_of_the_variable_k_step(utility: str, n: int,
                                                              decode: bool) -> None:
-    """``step_batch`` on a ``K = STATIC_K`` instance runs the step compiled for that ``K``;
-    ``_step_body`` called from Python is compiled with ``K`` a variable (the path of every
-    other ``K``): same outputs, bit for bit, one copy, pairs and an odd copy out, actions and
-    targets, linear and mixed utilities."""
+    """``step_batch`` on a ``K = STATIC_K`` instance runs the step's copies compiled for that
+    ``K``; ``_step_rows`` with ``constant_k=False`` those with ``K`` a variable (the path of
+    every other ``K``): same outputs, bit for bit, one copy, pairs and an odd copy out,
+    actions and targets, linear and mixed utilities."""
     env = gym.make(ENV_ID, n_types=4, n_instances=9, n_resources=dynamics.STATIC_K,
                    utility=utility, density=3)
     inst = env.unwrapped.instance
@@ -162,11 +162,10 @@ def test_static_k_step_gives_the_bits_of_the_variable_k_step(utility: str, n: in
         bad, y, util, util32, stats = dynamics.step_batch(inst, a, rows, x, decode)
         y2, util2 = np.empty((n, size)), np.empty_like(util)
         util32_2, stats2 = np.empty_like(util32), np.empty_like(stats)
-        bad2 = dynamics._step_body(a, rows, decode, x, k.plan, k.inverse_capacities, k.upper,
+        bad2 = dynamics._step_rows(a, rows, decode, x, k.plan, k.inverse_capacities, k.upper,
                                    k.block_codes, k.block_alpha, k.all_linear,
                                    k.reciprocal_scale, k.type_starts, k.beta, y2, util2,
-                                   util32_2, stats2, int(inst.n_resources))
+                                   util32_2, stats2, False)
         assert bad == bad2 == -1
-        assert all(sig[-1] == numba.int64 for sig in dynamics._step_body.signatures)
         assert _bits(y.reshape(n, size)) == _bits(y2) and _bits(util) == _bits(util2)
         assert util32.tobytes() == util32_2.tobytes() and _bits(stats) == _bits(stats2)
