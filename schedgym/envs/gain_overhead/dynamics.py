@@ -33,7 +33,7 @@ from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
 from schedgym.core.views import borrow_block, borrow_row
-from schedgym.envs.gain_overhead.lanes import reward_lanes
+from schedgym.envs.gain_overhead.lanes import decode_lanes, reward_lanes
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
@@ -417,25 +417,55 @@ def all_finite(a: np.ndarray) -> bool:
 
 
 @numba.njit(cache=True, inline="always")
+def _clip_amount(a: np.ndarray) -> float:
+    """``max |clip(a, -1, 1) - a|`` over the flat array ``a``, or NaN when an entry is NaN or
+    infinite."""
+    moved = 0.0
+    for i in range(a.size):
+        if not np.isfinite(a[i]):
+            return math.nan
+        moved = max(moved, abs(min(max(a[i], -1.0), 1.0) - a[i]))
+    return moved
+
+
+@numba.njit(cache=True, inline="always")
 def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
-    ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the clip amount
-    ``max |clip(a) - a|`` (0 for an action inside the box), or NaN when an entry of ``a`` is
-    NaN or infinite (then ``z`` is garbage). A NaN/inf entry never equals its clipped value, so
-    the finite check costs nothing for an action inside the box: it runs in the clip amount's
-    pass, which only an action with a clipped entry needs."""
+    ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``, by
+    :func:`.lanes.decode_lanes`); returns the clip amount ``max |clip(a) - a|`` (0 for an action
+    inside the box), or NaN when an entry of ``a`` is NaN or infinite (then ``z`` is garbage).
+    A NaN/inf entry never equals its clipped value, so the finite check costs nothing for an
+    action inside the box: it runs in the clip amount's pass, which only an action with a
+    clipped entry needs."""
+    outside, i = 0, 0
+    while i + 4 <= a.size:
+        outside += decode_lanes(4, a, i, upper, i, z)
+        i += 4
+    for j in range(i, a.size):
+        outside += decode_lanes(1, a, j, upper, j, z)
+    return _clip_amount(a) if outside else 0.0
+
+
+@numba.njit(cache=True, inline="always")
+def _decode_runs(a: np.ndarray, upper: np.ndarray, z: np.ndarray, starts: np.ndarray,
+                 width: int) -> float:
+    """:func:`clip_decode_unit` of the row-major action ``a`` ``(E K,)`` straight into the plan's
+    block layout: ``z[starts[e] + k]`` gets entry ``e K + k``, ``upper`` is in the block layout
+    too (``plan.caps``), a run of ``width = K`` entries per channel in chunks of 4, 2 and 1
+    (straight code for a literal ``width``)."""
     outside = 0
-    for i in range(a.size):
-        v = min(max(a[i], -1.0), 1.0)
-        outside += 1 if v != a[i] else 0
-        z[i] = 0.5 * (v + 1.0) * upper[i]
-    moved = 0.0
-    if outside:  # a max over the entries does not vectorise: only when something was clipped
-        for i in range(a.size):
-            if not np.isfinite(a[i]):
-                return math.nan
-            moved = max(moved, abs(min(max(a[i], -1.0), 1.0) - a[i]))
-    return moved
+    for e in range(starts.size):
+        p, q = np.uint64(starts[e]), np.uint64(e * width)
+        k = 0
+        while k + 4 <= width:
+            outside += decode_lanes(4, a, q + np.uint64(k), upper, p + np.uint64(k), z)
+            k += 4
+        if k + 2 <= width:
+            outside += decode_lanes(2, a, q + np.uint64(k), upper, p + np.uint64(k), z)
+            k += 2
+        if k < width:
+            outside += decode_lanes(1, a, q + np.uint64(k), upper, p + np.uint64(k), z)
+    return _clip_amount(a) if outside else 0.0
 
 
 @dataclass(frozen=True)
@@ -476,14 +506,15 @@ def _utilization(lb: np.ndarray, starts: np.ndarray, width: int, inv_cap: np.nda
 
 @numba.njit(cache=True)
 def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
-               inv_cap: np.ndarray, upper: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
+               inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
                lin: bool, s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
                util: np.ndarray, util32: np.ndarray, stats: np.ndarray, constant_k: bool = True
                ) -> int:
     """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``. With
     ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
-    clipped and decoded by :func:`clip_decode_unit`; without, they are the targets ``(E K,)``
-    (float64, resource units). Each copy's target is projected onto Y (:func:`_project_blocks`)
+    clipped and decoded straight into the plan's block layout (:func:`_decode_runs`); without,
+    they are the targets ``(E K,)`` (float64, resource units), moved there (:func:`_move_runs`).
+    Each copy's target is projected onto Y (:func:`_project_blocks`)
     and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass); ``codes``, ``alpha``
     ``(E K,)``: the utilities in the plan's block layout (``kernel_arrays.block_codes``,
     ``block_alpha``); ``lin``: every utility is linear (the reward pass then multiplies by
@@ -495,18 +526,18 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     entry (then the outputs are incomplete). The one step formula of the env and the vector env:
     one copy gives the same bits alone as in a batch.
 
-    With ``K = STATIC_K`` (and ``constant_k``; the tests turn it off to compare) the moves of a
-    channel's or an instance's ``K`` entries and the reward pass run copies compiled with ``K``
-    as a constant (then straight code), else copies with ``K`` a variable; with utilities that
-    are not all linear the pass is :func:`_score_pair` (compiled apart: two inlined copies of
-    each pass are enough for the compile time)."""
+    With ``K = STATIC_K`` (and ``constant_k``; the tests turn it off to compare) the decode and
+    moves of a channel's or an instance's ``K`` entries and the reward pass run copies compiled
+    with ``K`` as a constant (then straight code), else copies with ``K`` a variable; with
+    utilities that are not all linear the pass is :func:`_score_pair` (compiled apart: two
+    inlined copies of each pass are enough for the compile time)."""
     n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
     static = constant_k & (n_res == STATIC_K)
     # two of each per-copy buffer (the pair of copies scored together; one copy alone uses
     # only the first), as separate arrays (fresh allocations, which LLVM knows alias nothing)
     zs0, vb0, fb0, lb0 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
     parts0 = np.empty((3, type_starts.size))
-    zb, work = np.empty(size), np.empty(WORK_ROWS * n_cols)
+    work = np.empty(WORK_ROWS * n_cols)
     if n > 1:
         zs1, vb1, fb1, lb1 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
         parts1 = np.empty((3, type_starts.size))
@@ -520,18 +551,20 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         m = min(n - c0, 2)
         for j in range(m):
             c = c0 + j
-            if decode:
-                stats[c, 3] = clip_decode_unit(borrow_row(a, rows[c]), upper, zs[j])
-                if np.isnan(stats[c, 3]):
-                    return c
+            row = borrow_row(a, rows[c])  # into the block layout: decoded, or as it is
+            if decode and static:
+                stats[c, 3] = _decode_runs(row, plan[3], zs[j], plan[5], STATIC_K)
+            elif decode:
+                stats[c, 3] = _decode_runs(row, plan[3], zs[j], plan[5], n_res)
+            elif static:
+                _move_runs(row, zs[j], plan[5], STATIC_K)
             else:
-                zs[j][:] = borrow_row(a, rows[c])
+                _move_runs(row, zs[j], plan[5], n_res)
+            if not decode:
                 stats[c, 3] = 0.0
-            if static:
-                _move_runs(zs[j], zb, plan[5], STATIC_K)
-            else:
-                _move_runs(zs[j], zb, plan[5], n_res)
-            _project_blocks(zb, plan, beta.size, vb[j], lb[j], work)
+            elif np.isnan(stats[c, 3]):
+                return c
+            _project_blocks(zs[j], plan, beta.size, vb[j], lb[j], work)
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])
         c1 = c0 + m - 1
@@ -580,7 +613,7 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
     bad = _step_rows(a, rows, decode, np.ascontiguousarray(x, dtype=np.float64), k.plan,
-                     k.inverse_capacities, k.upper, k.block_codes, k.block_alpha, k.all_linear,
+                     k.inverse_capacities, k.block_codes, k.block_alpha, k.all_linear,
                      k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util, util32,
                      stats)
     return bad, y, util, util32, stats

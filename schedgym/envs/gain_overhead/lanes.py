@@ -1,4 +1,5 @@
-"""One chunk of GainOverhead's reward pass as explicit SIMD code (a numba intrinsic).
+"""Chunks of GainOverhead's step as explicit SIMD code (numba intrinsics): the reward pass's
+(:func:`reward_lanes`) and the allocation decode's (:func:`decode_lanes`).
 
 The reward pass (:func:`.dynamics._score_pair`) reads each channel's ``K`` resources as one
 contiguous run of the projected allocation and does five things per entry: copy it to the
@@ -12,6 +13,12 @@ then adds the lanes to the two running sums one by one, in entry order: the same
 on the same operands in the same order as the scalar pass, so the same bits. On the
 paper-default instance, with ``K = 6`` compiled into the pass (a chunk of 4 and one of 2 per
 channel), the vector env's step takes about 12 % fewer instructions.
+
+:func:`decode_lanes` decodes a chunk of an ``"allocation"``-mode action, ``z = 0.5 * (clip(a,
+-1, 1) + 1) * upper``, in the same way: numba's ``min``/``max`` (``max(x, y)`` is ``y if y > x
+else x``) as vector compares and selects, then the same additions and multiplications. With it
+the step decodes each channel's run straight into the projection's block layout (one pass
+instead of a decode and a move).
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ def _reward_lanes(typingctx: Any, width: Any, lin: Any, v: Any, f: Any, z: Any, 
         builder.store(val, run(5, q), align=8)  # y = v
         at = run(6, k)
         builder.store(builder.fadd(builder.load(at, align=8), val), at, align=8)  # tot += v
-        diff = builder.fsub(val, builder.load(run(4, q), align=8))
+        diff = builder.fsub(val, builder.load(run(4, p), align=8))
         square = builder.fmul(diff, diff)  # (v - z) ** 2
         gain = builder.load(run(3, p), align=8)
         if product:
@@ -74,11 +81,63 @@ def _reward_lanes(typingctx: Any, width: Any, lin: Any, v: Any, f: Any, z: Any, 
 
 #: ``reward_lanes(width, lin, v, f, z, y, tot, p, q, k, d, eg)`` (in numba kernels only): for the
 #: ``width`` (a literal 1, 2 or 4) entries ``j`` of a chunk, in order: ``y[q + j] = v[p + j]``,
-#: ``tot[k + j] += v[p + j]``, ``d += (v[p + j] - z[q + j]) ** 2`` and ``eg += f[p + j] *
+#: ``tot[k + j] += v[p + j]``, ``d += (v[p + j] - z[p + j]) ** 2`` and ``eg += f[p + j] *
 #: v[p + j]`` (``lin`` not ``None``: linear utilities, ``f`` is ``alpha``) or ``eg += f[p + j]``
 #: (``lin`` ``None``: ``f`` holds the utilities' values); returns ``(d, eg)``. ``v``, ``f``, ``z``,
 #: ``y``, ``tot``: C-contiguous float64 1-D arrays; no bounds check (the caller keeps every chunk
 #: inside its array). Other arguments are a typing error.
 reward_lanes = cast(Callable[..., tuple[float, float]], intrinsic(_reward_lanes))
 
-__all__ = ["WIDTHS", "reward_lanes"]
+
+
+def _decode_lanes(typingctx: Any, width: Any, a: Any, q: Any, upper: Any, p: Any, z: Any
+                  ) -> Any:
+    """:func:`decode_lanes`' typing and code generation."""
+    if not (isinstance(width, types.IntegerLiteral) and width.literal_value in WIDTHS):
+        return None
+    if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+            and a.dtype in (types.float32, types.float64)):
+        return None
+    if not (_f64_c_vector(upper) and _f64_c_vector(z)):
+        return None
+    if not all(isinstance(i, types.Integer) for i in (q, p)):
+        return None
+    n = width.literal_value
+    sig = types.int64(width, a, q, upper, p, z)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        double = ir.DoubleType()
+        vector = ir.VectorType(double, n)
+
+        def run(i: int, start: Any, item: Any) -> Any:
+            data = make_array(sig.args[i])(context, builder, args[i]).data
+            return builder.bitcast(builder.gep(data, [start]), ir.VectorType(item, n).as_pointer())
+
+        def splat(x: float) -> Any:
+            return ir.Constant(vector, [x] * n)
+
+        item = ir.FloatType() if sig.args[1].dtype == types.float32 else double
+        raw = builder.load(run(1, args[2], item), align=4 if item is not double else 8)
+        val = builder.fpext(raw, vector) if item is not double else raw
+        low = builder.select(builder.fcmp_ordered(">", splat(-1.0), val), splat(-1.0), val)
+        clip = builder.select(builder.fcmp_ordered("<", splat(1.0), low), splat(1.0), low)
+        moved = builder.fcmp_unordered("!=", clip, val)  # clipped, or NaN
+        out = builder.fmul(builder.fmul(splat(0.5), builder.fadd(clip, splat(1.0))),
+                           builder.load(run(3, args[4], double), align=8))
+        builder.store(out, run(5, args[4], double), align=8)
+        bits = builder.bitcast(moved, ir.IntType(n))  # one bit per lane (a mask move)
+        anyone = builder.icmp_unsigned("!=", bits, ir.Constant(ir.IntType(n), 0))
+        return builder.zext(anyone, ir.IntType(64))
+
+    return sig, codegen
+
+
+#: ``decode_lanes(width, a, q, upper, p, z)`` (in numba kernels only): for the ``width`` (a
+#: literal 1, 2 or 4) entries ``j`` of a chunk, ``v = min(max(a[q + j], -1.0), 1.0)`` and
+#: ``z[p + j] = 0.5 * (v + 1.0) * upper[p + j]`` (numba's ``min``/``max``; a float32 ``a``
+#: widened to float64 first); returns 1 if an entry had ``v != a[q + j]`` (clipped, or NaN),
+#: else 0. ``a``: C-contiguous float32 or float64 1-D; ``upper``, ``z``: C-contiguous float64
+#: 1-D; no bounds check. Other arguments are a typing error.
+decode_lanes = cast(Callable[..., int], intrinsic(_decode_lanes))
+
+__all__ = ["WIDTHS", "decode_lanes", "reward_lanes"]

@@ -1,6 +1,6 @@
-"""The reward pass's vector chunks (:mod:`schedgym.envs.gain_overhead.lanes`) give the bits of
-the scalar formula, entry by entry in order; the pass compiled with ``K = STATIC_K`` as a
-constant gives the bits of the pass with ``K`` a variable."""
+"""The step's vector chunks (:mod:`schedgym.envs.gain_overhead.lanes`: reward pass, decode)
+give the bits of the scalar formulas, entry by entry in order; the step compiled with ``K =
+STATIC_K`` as a constant gives the bits of the step with ``K`` a variable."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from schedgym.envs.gain_overhead import ENV_ID, dynamics
-from schedgym.envs.gain_overhead.lanes import WIDTHS, reward_lanes
+from schedgym.envs.gain_overhead.lanes import WIDTHS, decode_lanes, reward_lanes
 
 
 @numba.njit
@@ -32,7 +32,7 @@ def _reference(width: int, lin: bool | None, v: np.ndarray, f: np.ndarray, z: np
         val = float(v[p + j])
         y[q + j] = val
         tot[k + j] = float(tot[k + j]) + val
-        diff = val - float(z[q + j])
+        diff = val - float(z[p + j])
         d = d + diff * diff
         eg = eg + (float(f[p + j]) * val if lin is not None else float(f[p + j]))
     return d, eg
@@ -162,10 +162,73 @@ def test_static_k_step_gives_the_bits_of_the_variable_k_step(utility: str, n: in
         bad, y, util, util32, stats = dynamics.step_batch(inst, a, rows, x, decode)
         y2, util2 = np.empty((n, size)), np.empty_like(util)
         util32_2, stats2 = np.empty_like(util32), np.empty_like(stats)
-        bad2 = dynamics._step_rows(a, rows, decode, x, k.plan, k.inverse_capacities, k.upper,
+        bad2 = dynamics._step_rows(a, rows, decode, x, k.plan, k.inverse_capacities,
                                    k.block_codes, k.block_alpha, k.all_linear,
                                    k.reciprocal_scale, k.type_starts, k.beta, y2, util2,
                                    util32_2, stats2, False)
         assert bad == bad2 == -1
         assert _bits(y.reshape(n, size)) == _bits(y2) and _bits(util) == _bits(util2)
         assert util32.tobytes() == util32_2.tobytes() and _bits(stats) == _bits(stats2)
+
+
+@numba.njit
+def _decode(width: int, a: np.ndarray, q: int, upper: np.ndarray, p: int, z: np.ndarray) -> int:
+    if width == 4:
+        return decode_lanes(4, a, q, upper, p, z)
+    if width == 2:
+        return decode_lanes(2, a, q, upper, p, z)
+    return decode_lanes(1, a, q, upper, p, z)
+
+
+def _decode_reference(width: int, a: np.ndarray, q: int, upper: np.ndarray, p: int,
+                      z: np.ndarray) -> int:
+    """numba's ``min(max(a, -1.0), 1.0)`` (``max(x, y)``: ``y if y > x else x``) and the decode,
+    one IEEE double operation at a time."""
+    moved = 0
+    for j in range(width):
+        x = float(a[q + j])
+        low = -1.0 if -1.0 > x else x
+        v = 1.0 if 1.0 < low else low
+        moved |= v != x
+        z[p + j] = 0.5 * (v + 1.0) * float(upper[p + j])
+    return moved
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_decode_lanes_give_the_bits_of_the_scalar_decode(width: int, dtype: type) -> None:
+    rng = np.random.default_rng(width)
+    special = np.array([-1.0, 1.0, -0.0, 0.0, 1.5, -7.0, np.nan, np.inf, -np.inf, 1e-40,
+                        np.nextafter(1.0, 2.0), np.nextafter(-1.0, -2.0)])
+    flags = set()
+    for trial in range(300):
+        a = rng.uniform(-1.0, 1.0, 10)
+        pick = rng.random(10) < 0.25
+        a[pick] = special[rng.integers(special.size, size=int(pick.sum()))]
+        a = a.astype(dtype)
+        upper = np.abs(_awkward(rng, 10))
+        q, p = (int(i) for i in rng.integers(0, 10 - width + 1, size=2))
+        z, z_ref = np.full(10, 5.0), np.full(10, 5.0)
+        got = _decode(width, a, q, upper, p, z)
+        want = _decode_reference(width, a, q, upper, p, z_ref)
+        assert got == want and _bits(z) == _bits(z_ref), (trial, a[q:q + width])
+        flags.add(got)
+    assert flags == {0, 1}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clip_decode_unit_flags_and_clip_amount(dtype: type) -> None:
+    """The flat decode (chunks of 4, then 1): the clip amount of an action outside the box,
+    0 inside, NaN with a NaN/inf entry anywhere (also in the tail after the chunks of 4)."""
+    upper = np.linspace(0.5, 3.0, 11)
+    a = np.linspace(-1.0, 1.0, 11).astype(dtype)
+    z = np.empty(11)
+    assert dynamics.clip_decode_unit(a, upper, z) == 0.0
+    assert _bits(z) == _bits(0.5 * (a.astype(np.float64) + 1.0) * upper)
+    for where in (0, 5, 10):
+        b = a.copy()
+        b[where] = 1.25
+        assert dynamics.clip_decode_unit(b, upper, z) == 0.25
+        for bad in (np.nan, np.inf):
+            b[where] = bad
+            assert np.isnan(dynamics.clip_decode_unit(b, upper, z))
