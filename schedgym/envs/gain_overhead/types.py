@@ -113,7 +113,6 @@ class KernelArrays(NamedTuple):
         plan: the :class:`ProjectionPlan`'s six arrays, as a plain tuple.
         inverse_capacities: ``(R, K)``. codes, alpha: ``(E, K)`` utility codes and parameters.
         reciprocal_scale: ``s``. type_starts: ``(L,)``. beta: ``(K,)``.
-        upper: ``(E K,)``, the per-channel caps flat (the allocation decode's upper bounds).
         block_codes, block_alpha: ``codes`` and ``alpha`` flat in the projection plan's block
             layout (``[plan.entries]``): the step maps the projected block buffer to gains.
         all_linear: every utility is linear (the step's reward pass then multiplies by
@@ -127,7 +126,6 @@ class KernelArrays(NamedTuple):
     reciprocal_scale: float
     type_starts: np.ndarray
     beta: np.ndarray
-    upper: np.ndarray
     block_codes: np.ndarray
     block_alpha: np.ndarray
     all_linear: bool
@@ -286,7 +284,6 @@ class GainOverheadInstance:
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),
-                            np.array(self.edge_caps).reshape(-1),
                             self.edge_codes.reshape(-1)[p.entries],
                             self.edge_alpha.reshape(-1)[p.entries],
                             bool(np.all(self.edge_codes == LINEAR)))

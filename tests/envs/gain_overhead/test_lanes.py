@@ -156,7 +156,7 @@ def test_static_k_step_gives_the_bits_of_the_variable_k_step(utility: str, n: in
         if decode:
             a = rng.uniform(-1.3, 1.3, (n, size)).astype(np.float32)
         else:
-            a = rng.uniform(-0.2, 1.2, (n, size)) * k.upper
+            a = rng.uniform(-0.2, 1.2, (n, size)) * inst.edge_caps.reshape(-1)
         x = rng.integers(0, 3, size=(n, n_types)).astype(np.float64)
         rows = rng.permutation(n)
         bad, y, util, util32, stats = dynamics.step_batch(inst, a, rows, x, decode)
