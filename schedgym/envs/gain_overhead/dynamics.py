@@ -108,8 +108,9 @@ def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) 
         j += w
 
 
-#: The number of resources ``K`` compiled into a copy of the reward pass
-#: (:func:`_score_pair`): the default ``n_resources``, every shipped scenario's.
+#: The number of resources ``K`` compiled as a constant into copies of the step's K-dependent
+#: pieces (:func:`_score_pair`, :func:`_step_rows`): the default and largest generated
+#: ``n_resources``, every shipped scenario's.
 STATIC_K = 6
 
 
@@ -117,9 +118,10 @@ STATIC_K = 6
 def _channel_lanes(lin: bool | None, v: np.ndarray, f: np.ndarray, z: np.ndarray,
                    y: np.ndarray, tot: np.ndarray, p: np.uint64, q: np.uint64, n_res: int, d: float,
                    eg: float) -> tuple[float, float]:
-    """One channel's ``n_res`` entries of the reward pass (block run at ``p``, row-major at
-    ``q``) in chunks of 4, 2 and 1 entries (:func:`.lanes.reward_lanes`); returns the running
-    distance and the channel's gain. With ``n_res`` a literal the chunks are straight code."""
+    """One channel's ``n_res`` entries of the reward pass (``v``, ``f``, ``z`` at the block run
+    ``p``, ``y`` row-major at ``q``) in chunks of 4, 2 and 1 entries
+    (:func:`.lanes.reward_lanes`); returns the running distance and the channel's gain. With
+    ``n_res`` a literal the chunks are straight code."""
     k = 0
     while k + 4 <= n_res:
         d, eg = reward_lanes(4, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
@@ -187,7 +189,7 @@ def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0:
     copies; numba compiles the pass for each, without the test in the loop), and copied to
     ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets
     the per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is the point before
-    the projection. Returns
+    the projection, in ``v_c``'s layout. Returns
     ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``;
     the copy-1 arguments are then ignored). ``tot``: ``(2, K)`` scratch.
 
@@ -590,8 +592,6 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
                 stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, borrow_row(util, c),
                                            borrow_row(util32, c), index, values)
     return -1
-
-
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
