@@ -506,6 +506,18 @@ def _utilization(lb: np.ndarray, starts: np.ndarray, width: int, inv_cap: np.nda
     return 0.0 + np_sum_with(util, _ZERO, util.size, index, values)
 
 
+@numba.njit(cache=True, inline="always")
+def _into_blocks(decode: bool, row: np.ndarray, plan: tuple, z: np.ndarray, width: int
+                 ) -> float:
+    """A copy's row of ``a`` into the plan's block layout ``z``: decoded
+    (:func:`_decode_runs`; returns its clip amount, NaN for a NaN/inf entry) or, a target,
+    moved as it is (:func:`_move_runs`; returns 0.0). ``width = K``, a literal or not."""
+    if decode:
+        return _decode_runs(row, plan[3], z, plan[5], width)
+    _move_runs(row, z, plan[5], width)
+    return 0.0
+
+
 @numba.njit(cache=True)
 def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
                inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
@@ -553,18 +565,12 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         m = min(n - c0, 2)
         for j in range(m):
             c = c0 + j
-            row = borrow_row(a, rows[c])  # into the block layout: decoded, or as it is
-            if decode and static:
-                stats[c, 3] = _decode_runs(row, plan[3], zs[j], plan[5], STATIC_K)
-            elif decode:
-                stats[c, 3] = _decode_runs(row, plan[3], zs[j], plan[5], n_res)
-            elif static:
-                _move_runs(row, zs[j], plan[5], STATIC_K)
+            row = borrow_row(a, rows[c])
+            if static:
+                stats[c, 3] = _into_blocks(decode, row, plan, zs[j], STATIC_K)
             else:
-                _move_runs(row, zs[j], plan[5], n_res)
-            if not decode:
-                stats[c, 3] = 0.0
-            elif np.isnan(stats[c, 3]):
+                stats[c, 3] = _into_blocks(decode, row, plan, zs[j], n_res)
+            if np.isnan(stats[c, 3]):
                 return c
             _project_blocks(zs[j], plan, beta.size, vb[j], lb[j], work)
             if not lin:

@@ -31,7 +31,8 @@ from numba import types
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
-#: The widths :func:`reward_lanes` compiles (one LLVM vector of float64 each).
+#: The chunk widths :func:`reward_lanes` and :func:`decode_lanes` compile (one LLVM vector of
+#: float64 each).
 WIDTHS = (1, 2, 4)
 
 
@@ -89,7 +90,6 @@ def _reward_lanes(typingctx: Any, width: Any, lin: Any, v: Any, f: Any, z: Any, 
 reward_lanes = cast(Callable[..., tuple[float, float]], intrinsic(_reward_lanes))
 
 
-
 def _decode_lanes(typingctx: Any, width: Any, a: Any, q: Any, upper: Any, p: Any, z: Any
                   ) -> Any:
     """:func:`decode_lanes`' typing and code generation."""
@@ -116,9 +116,10 @@ def _decode_lanes(typingctx: Any, width: Any, a: Any, q: Any, upper: Any, p: Any
         def splat(x: float) -> Any:
             return ir.Constant(vector, [x] * n)
 
-        item = ir.FloatType() if sig.args[1].dtype == types.float32 else double
-        raw = builder.load(run(1, args[2], item), align=4 if item is not double else 8)
-        val = builder.fpext(raw, vector) if item is not double else raw
+        narrow = sig.args[1].dtype == types.float32  # a float32 action: widened first
+        raw = builder.load(run(1, args[2], ir.FloatType() if narrow else double),
+                           align=4 if narrow else 8)
+        val = builder.fpext(raw, vector) if narrow else raw
         low = builder.select(builder.fcmp_ordered(">", splat(-1.0), val), splat(-1.0), val)
         clip = builder.select(builder.fcmp_ordered("<", splat(1.0), low), splat(1.0), low)
         moved = builder.fcmp_unordered("!=", clip, val)  # clipped, or NaN
