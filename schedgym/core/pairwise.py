@@ -4,7 +4,7 @@
 summed with 8 interleaved partial sums, larger ranges split in halves). Kernels that must
 reproduce a total a numpy-era run published (DeadlineWelfare's welfare and utilisation, the
 GainOverhead env's ``info["utilization"]``) call :func:`np_sum` here; tested against numpy in
-``tests/envs/deadline_welfare/test_compiled_draws.py``.
+``tests/envs/deadline_welfare/test_seeding_and_obs.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _sum_block(a: np.ndarray, lo: int, n: int) -> float:
     """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: a plain loop below 8, else 8
     interleaved partial sums combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,

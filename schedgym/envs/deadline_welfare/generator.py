@@ -203,9 +203,10 @@ class PaperJobSampler:
         e = np.where(d >= T - 1 - s, T - 1, s + np.minimum(d, T).astype(np.int64))
         rho = f32(_gauss(st["workloads"], p["workload_mean"], p["workload_sd"], N))
         xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
-        coef = f32(st["coef"].uniform(*p["coef_range"],
-                                      N if p["coef_scope"] == "job" else (N, R, T)))
-        weight = f32(st["weights"].uniform(*p["weight_range"], (N, R, T)))
+        (a_lo, a_hi), (b_lo, b_hi) = p["coef_range"], p["weight_range"]
+        coef_size: tuple[int, ...] = (N,) if p["coef_scope"] == "job" else (N, R, T)
+        coef = f32(st["coef"].uniform(a_lo, a_hi, coef_size))
+        weight = f32(st["weights"].uniform(b_lo, b_hi, (N, R, T)))
         allowed = np.ones((N, R), dtype=bool)
         m = p["locality_size"]
         if m is not None and m < R:  # the only user of its stream: drawn only then
