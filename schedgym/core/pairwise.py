@@ -1,9 +1,10 @@
 """numpy's pairwise summation as a compiled kernel, bit for bit.
 
 ``a.sum()`` of a float64 array adds in numpy's pairwise order (blocks of at most 128 entries
-summed with 8 interleaved partial sums, larger ranges split in halves). Kernels that must
-reproduce a total a numpy-era run published (DeadlineWelfare's welfare and utilisation, the
-GainOverhead env's ``info["utilization"]``) call :func:`np_sum` here; tested against numpy in
+summed with 8 interleaved partial sums, larger ranges split in halves). Kernels whose totals
+must equal numpy's bit for bit (the recorded golden trajectories: DeadlineWelfare's served
+workload and utilisation, the GainOverhead env's ``info["utilization"]``) call :func:`np_sum`
+here; tested against numpy in
 ``tests/envs/deadline_welfare/test_seeding_and_obs.py``.
 """
 

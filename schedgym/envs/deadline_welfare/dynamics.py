@@ -331,8 +331,8 @@ def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.n
     else:
         for i in range(k):
             buf[i] = 0.0
-    # element loops, not slice assignments: numba compiles an array-to-slice copy with a
-    # shape-mismatch error message whose string formatting costs seconds of first-use compile
+    # element loops, not slice assignments: numba's array-to-slice copy brings a shape-check
+    # error path with string formatting that makes the kernel much slower to compile
     for j in range(family.size):
         buf[k + j] = family[j]
     k += family.size

@@ -219,5 +219,5 @@ class PaperJobSampler:
 
 
 def job_sampler(params: dict[str, Any]) -> PaperJobSampler:
-    """The paper's job sampler for ``params`` (kept for callers of the old closure API)."""
+    """The paper's job sampler for ``params`` (:class:`PaperJobSampler`)."""
     return PaperJobSampler(params)

@@ -33,8 +33,8 @@ def _h(alpha: float, ratio: float) -> float:
 
 @numba.njit(cache=True)
 def _alpha_kernel(ratio: float) -> float:
-    """The bisection of :func:`alpha_hat` for ``ratio > 1`` (compiled; the same steps as the
-    pure-Python loop it replaced, so the same value)."""
+    """The bisection of :func:`alpha_hat` for ``ratio > 1`` (compiled; the steps of the plain
+    bisection, so the same value)."""
     lo, hi = 2.0, 3.0
     while _h(hi, ratio) <= 0.0:
         lo, hi = hi, hi * 2.0

@@ -141,7 +141,7 @@ class Jobs:
                 allowed: np.ndarray, capability: np.ndarray, coef: np.ndarray,
                 weight: np.ndarray) -> Jobs:
         """Jobs from arrays a generator has just built and owns, without re-validating them
-        (the validating constructor costs more than drawing the jobs): ``arrival``,
+        (the validating constructor would check again what the generator guarantees): ``arrival``,
         ``deadline`` int64 ``(N,)``, ``workload`` float64 ``(N,)``, ``allowed`` bool ``(N, R)``,
         ``capability`` float64 ``(N, R)`` or ``(N, R, T)``, ``coef`` float64 ``(N,)`` or
         ``(N, R, T)``, ``weight`` float64 ``(N, R, T)``; values as the validating constructor

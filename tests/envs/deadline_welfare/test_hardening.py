@@ -137,7 +137,7 @@ def test_arrival_rate_above_its_maximum_is_refused_by_name(rate, kw):
 
 def test_reset_work_does_not_grow_with_the_arrival_rate():
     """At the largest rate every job arrives in slot 0 and ``reset`` only keeps ``n_jobs`` of
-    the ~1e9 arrivals per slot (it used to walk through every one of them)."""
+    the ~1e9 arrivals per slot, never expanding all of them."""
     env = gym.make(ENV_ID, arrival_rate=ARRIVAL_RATE_MAX)
     _, info = env.reset(seed=0)
     assert info["n_jobs"] == 20 and not env.unwrapped.jobs.arrival.any()
