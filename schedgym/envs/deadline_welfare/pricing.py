@@ -62,24 +62,6 @@ def alpha_hat(ratio: float) -> float:
     return float(_alpha_kernel(ratio))
 
 
-def alpha_hat_batch(ratio: np.ndarray) -> np.ndarray:
-    """:func:`alpha_hat` of every entry of float64 ``ratio`` ``(k,)`` (one compiled call; the
-    same checks and values)."""
-    bad = ~(np.isfinite(ratio) & (ratio >= 1.0 - 1e-9))
-    if bad.any():
-        value = float(ratio[np.flatnonzero(bad)[0]])
-        raise ValueError(f"ratio={value!r} is invalid: must be a finite number v/iota >= 1")
-    return _alpha_batch(ratio)
-
-
-@numba.njit(cache=True)
-def _alpha_batch(ratio: np.ndarray) -> np.ndarray:
-    out = np.empty(ratio.size)
-    for i in range(ratio.size):
-        out[i] = 2.0 if ratio[i] <= 1.0 + 1e-12 else _alpha_kernel(ratio[i])
-    return out
-
-
 @dataclass(frozen=True)
 class Pricing:
     """The price functions of every unit for one pair of bounds ``(iota, v)``.
