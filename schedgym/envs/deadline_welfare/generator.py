@@ -66,7 +66,8 @@ def _gauss_hi(mean: float, sd: float) -> float:
 
 
 def _gauss(gen: np.random.Generator, mean: float, sd: float, size: Any) -> np.ndarray:
-    return np.clip(gen.normal(mean, sd, size), GAUSS_FLOOR, _gauss_hi(mean, sd))
+    x = gen.normal(mean, sd, size)
+    return np.minimum(np.maximum(x, GAUSS_FLOOR, out=x), _gauss_hi(mean, sd), out=x)
 
 
 def upper_f32(x: float) -> float:
@@ -156,15 +157,14 @@ def poisson_arrivals(gen: np.random.Generator, rate: float, horizon: int,
     """Arrival slots (non-decreasing, int64): per-slot Poisson(``rate``) counts in slot order,
     truncated at ``n_jobs`` jobs; arrivals after the last slot are put in slot ``T - 1`` (so
     the episode always has ``n_jobs`` jobs). With ``n_jobs=None`` every arrival of the ``T``
-    slots is kept (possibly none). The counts are capped at ``n_jobs`` before they are
-    expanded, so the work is ``O(T + N)`` whatever the rate."""
+    slots is kept (possibly none). With ``n_jobs`` the counts are never expanded, so the work
+    is ``O(T + N log T)`` whatever the rate."""
     if n_jobs is None:
         counts = gen.poisson(rate, horizon)
         return np.repeat(np.arange(horizon, dtype=np.int64), counts)
-    counts = gen.poisson(rate, max(horizon - 1, 0))
-    kept = np.diff(np.minimum(np.cumsum(counts), n_jobs), prepend=0)
-    slots = np.repeat(np.arange(horizon - 1, dtype=np.int64), kept)
-    return np.concatenate([slots, np.full(n_jobs - slots.size, horizon - 1, dtype=np.int64)])
+    # job i arrives in the first slot whose cumulative count exceeds i (T - 1 if none does)
+    cum = np.cumsum(gen.poisson(rate, max(horizon - 1, 0)))
+    return np.searchsorted(cum, np.arange(n_jobs), side="right").astype(np.int64)
 
 
 #: The named streams of an episode's jobs (``locality`` is drawn only when it is used).

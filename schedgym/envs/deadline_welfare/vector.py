@@ -260,9 +260,23 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         """Start new episodes in copies ``rows`` (their reset ``seeds``), copy by copy through
         the template's own sampler and checks (:meth:`_reset_one`); returns ``infos`` with
         those copies' reset infos added in Gymnasium's vector-info form."""
+        got = [self._reset_one(b, seed) for b, seed in zip(rows, seeds, strict=True)]
+        values = {key: [info[key] for info in got] for key in got[0]} if got else {}
+        return self._batch_info(np.array(rows, dtype=np.int64), values, infos)
+
+    def _batch_info(self, idx: np.ndarray, values: dict[str, list[Any]],
+                    infos: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``infos`` with every copy ``idx[j]``'s value ``values[key][j]`` added, as
+        Gymnasium's ``_add_info`` adds them one copy at a time (arrays of the values' Python
+        type, ``_key`` masks, first-seen key order)."""
         infos = {} if infos is None else infos
-        for b, seed in zip(rows, seeds, strict=True):
-            infos = self._add_info(infos, self._reset_one(b, seed), b)
+        for key, vals in values.items():
+            if key not in infos:
+                infos[key] = np.zeros(self.num_envs, dtype=type(vals[0]))
+            infos[key][idx] = vals
+            mask = infos.get("_" + key, np.zeros(self.num_envs, dtype=np.bool_))
+            mask[idx] = True
+            infos["_" + key] = mask
         return infos
 
     def _reset_one(self, b: int, seed: int | None) -> dict[str, Any]:
