@@ -191,10 +191,10 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/GainOverhead-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="allocation", arrivals="revealed",
-    instance_features=False, memory_limit_mb=4096, obs_mode="flat", **overrides)``. Scenarios: ``paper-default``,
-    ``paper-headline``, ``large-scale`` and the trace-driven ``alibaba-gpu-2023``
-    (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``, ``degree_cap``,
-    ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
+    instance_features=False, memory_limit_mb=4096, obs_mode="flat", **overrides)``.
+    Scenarios: ``paper-default``, ``paper-headline``, ``large-scale`` and the trace-driven
+    ``alibaba-gpu-2023`` (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``,
+    ``degree_cap``, ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
 
     ====================  ============  =========================================================
     parameter             default       allowed
