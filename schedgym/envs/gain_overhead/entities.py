@@ -75,10 +75,11 @@ CONTEXT_FEATURE_NAMES: tuple[str, ...] = tuple(name for name, _ in CONTEXT)
 _COL = {name: j for j, name in enumerate(ENTITY_FEATURE_NAMES)}
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, inf_value: float = 0.0) -> np.ndarray:
-    """``num / den`` where ``den > 0``; ``inf_value`` where ``den == 0 < num``; 0 elsewhere."""
-    out = np.where(num > 0, inf_value, 0.0)
-    np.divide(num, den, out=out, where=den > 0)
+def _ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
+    """``num / den`` where ``den > 0``, else 0 (float64 of the broadcast shape)."""
+    d = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast_shapes(np.shape(num), d.shape))
+    np.divide(num, d, out=out, where=d > 0)
     return out
 
 
@@ -182,20 +183,20 @@ class EntityEncoder:
         demand[:, self._served] = np.add.reduceat(ask[:, self._by_instance],
                                                   self._instance_starts, axis=1)
         on_type = np.add.reduceat(demand[:, self._edge_instance], self._starts, axis=1)
-        p = _ratio(on_type, np.broadcast_to(self._reach, on_type.shape), np.inf)
-        f[..., _COL["pressure"]] = np.where(np.isinf(p), 1.0, p / (1.0 + p))
+        # P / (1 + P) with P = on_type / reach, written as on_type / (on_type + reach): 1 where
+        # nothing is reachable but something is asked, 0 where nothing is asked
+        f[..., _COL["pressure"]] = _ratio(on_type, on_type + self._reach)
         f[..., _COL["progress"]] = prog[:, None, None]
         np.clip(feats, 0.0, 1.0, out=feats)
         mask = (np.repeat(x, K, axis=1) > 0) if self.gate else np.ones((B, L * K), dtype=bool)
-        d = (x * self._type_demand).sum(axis=1) / self._total_cap if self._total_cap > 0 \
-            else np.where((x * self._type_demand).sum(axis=1) > 0, np.inf, 0.0)
+        ask_all = (x * self._type_demand).sum(axis=1)
         context = np.stack([
             prog,
             x.sum(axis=1) / L,
             np.where(self._pos_caps.reshape(-1), util.reshape(B, -1), 0.0).sum(axis=1)
             / self._n_pos,
             util.reshape(B, -1).max(axis=1),
-            np.where(np.isinf(d), 1.0, d / (1.0 + d)),
+            _ratio(ask_all, ask_all + self._total_cap),  # D / (1 + D)
         ], axis=1)
         return {"entities": feats.astype(np.float32),
                 "mask": mask.astype(np.float32),

@@ -177,3 +177,11 @@ def test_entity_order_is_the_dispatch_action_order():
     upper = u.decode_action(np.ones(env.action_space.shape, np.float32)).reshape(-1)
     np.testing.assert_array_equal(obs["mask"], (upper > 0).astype(np.float32))
     assert 0 < obs["mask"].sum() < obs["mask"].size
+
+
+def test_docs_list_every_feature():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[3] / "docs" / "envs" / "deadline-welfare.md").read_text()
+    for name in entities.ENTITY_FEATURE_NAMES + entities.CONTEXT_FEATURE_NAMES:
+        assert f"`{name}`" in text, name

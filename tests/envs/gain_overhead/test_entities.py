@@ -197,3 +197,37 @@ def test_entity_order_is_the_action_order():
     assert changed.size
     assert all(u.instance.edge_type[e] == 2 and k == 1 for e, k in changed)
     assert obs["mask"][i] == 1.0
+
+
+def test_zero_capacity_and_zero_request_pairs_stay_in_the_space():
+    """A resource no instance of a type has (c_lk = 0) and a type that requests nothing of a
+    resource (a_l^k = 0): ratios with a zero denominator give the documented ends, not NaN."""
+    from schedgym.envs.gain_overhead.types import GainOverheadInstance
+
+    inst = GainOverheadInstance(
+        edges=np.array([[0, 0], [1, 1]]), requests=np.array([[1.0, 2.0], [0.0, 1.0]]),
+        capacities=np.array([[4.0, 0.0], [3.0, 2.0]]), alpha=np.ones((2, 2)),
+        beta=np.array([0.0, 0.4]), utility=np.array([["linear", "log"], ["poly", "linear"]]))
+    env = gym.make(ENV_ID, instance=inst, horizon=3, arrival_prob=1.0, action_mode="prices",
+                   obs_mode="entities")
+    flat_env = gym.make(ENV_ID, instance=inst, horizon=3, arrival_prob=1.0,
+                        action_mode="prices")
+    obs, _ = env.reset(seed=0)
+    flat, _ = flat_env.reset(seed=0)
+    _check_obs(env, obs, flat)
+    names = env.unwrapped.entity_feature_names
+    row = obs["entities"][1]  # pair (0, 1): type 0 reaches no capacity of resource 1
+    assert row[names.index("pressure")] == 1.0 and row[names.index("utilization")] == 0.0
+    assert obs["entities"][2][names.index("request_share")] == 0.0  # a_1^0 = 0
+    act = np.zeros(4, np.float32)
+    obs, *_ = env.step(act)
+    flat, *_ = flat_env.step(act)
+    _check_obs(env, obs, flat)
+
+
+def test_docs_list_every_feature():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[3] / "docs" / "gain-overhead.md").read_text()
+    for name in entities.ENTITY_FEATURE_NAMES + entities.CONTEXT_FEATURE_NAMES:
+        assert f"`{name}`" in text, name
