@@ -25,6 +25,7 @@ from schedgym.core.envbase import (
     unit_box,
     validate_action,
 )
+from schedgym.core.graph import reachable_capacity
 from schedgym.core.validation import check_bool, check_choice, check_float
 from schedgym.envs.gain_overhead import actions, dynamics, entities, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
@@ -93,7 +94,7 @@ def instance_features(inst: GainOverheadInstance) -> np.ndarray:
     the type's instances whose utility family for ``k`` is linear. Then per resource:
     ``beta_k / (1 + beta_k)``. Sizes depend only on ``L`` and ``K``, never on the instance seed.
     """
-    reach = inst.mask.astype(np.float64) @ inst.capacities  # (L, K)
+    reach = reachable_capacity(inst.mask, inst.capacities)  # (L, K)
     req = inst.requests
     share = np.divide(req, req + reach, out=np.zeros_like(req), where=(req + reach) > 0)
     deg = np.diff(np.r_[inst.type_starts, inst.n_edges])[:, None]
