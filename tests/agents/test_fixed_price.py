@@ -120,3 +120,16 @@ def test_listed_and_played_by_compare_in_its_own_mode():
     for seed, total in mine.items():
         want = sum(r for r, _ in _rollout(ref, lambda o: zero, seed))
         assert total == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("env_id", [GO, DW])
+def test_plays_in_the_entity_observation_mode_too(env_id):
+    """The agent reads no observation entry, so it also plays an ``obs_mode="entities"`` env
+    (the observations are still checked against that env's space)."""
+    env = gym.make(env_id, action_mode=MODE[env_id], obs_mode="entities", **SMALL[env_id])
+    agent = agents.make("fixed-price", env)
+    obs, _ = env.reset(seed=0)
+    a, _ = agent.predict(obs)
+    np.testing.assert_array_equal(a, np.zeros(env.action_space.shape, np.float32))
+    with pytest.raises(ValueError, match="outside its space"):
+        agent.predict({**obs, "context": obs["context"] + 5.0})
