@@ -107,7 +107,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     With ``obs_mode="entities"`` (default ``"flat"``, the ``Dict`` above) the observation is
     one row per mesh unit ``(r, t)`` for the current job (``N = R * T``, entity ``r * T + t`` =
     ``dispatch`` entry ``r * T + t``, so ``metadata["entity_action"]`` is ``"entity"`` in
-    ``dispatch`` and ``"global"`` in ``pricing``): ``Dict(entities=Box(low, 1, (N, 12)),
+    ``dispatch`` and ``"global"`` in ``pricing``, the mode an entity policy trains in by
+    default, ``metadata["entity_action_mode"]``): ``Dict(entities=Box(low, 1, (N, 12)),
     mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``, float32. Per unit (names in
     ``entity_feature_names``, definitions in :data:`.entities.FEATURES`): allowed, a / a_max,
     the marginal welfare ``(a f'(δ) + β/C) / v``, x̄ / x̄_max, ω/C before the job, the room
@@ -193,7 +194,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                                "action_modes": ACTION_MODES, "obs_modes": entities.OBS_MODES}
+                                "action_modes": ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                                "entity_action_mode": "pricing"}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.

@@ -156,7 +156,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     one row per (type ``l``, resource ``k``) pair, the entity the ``prices``/``fractions``
     actions act on (``N = L * K``, entity ``l * K + k`` = action entry ``l * K + k``;
     ``metadata["entity_action"]`` is ``"entity"`` in those modes, ``"none"`` in
-    ``allocation``): ``Dict(entities=Box(0, 1, (N, 16)), mask=Box(0, 1, (N,)),
+    ``allocation``; ``metadata["entity_action_mode"]`` names ``prices``, the mode an
+    entity policy trains in by default): ``Dict(entities=Box(0, 1, (N, 16)), mask=Box(0, 1, (N,)),
     context=Box(0, 1, (5,)))``, float32. The features (all in [0, 1]; names in
     ``entity_feature_names``/``context_feature_names``, definitions in
     :data:`.entities.FEATURES`/:data:`.entities.CONTEXT`): the observed arrival ``x_l``; the
@@ -242,7 +243,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                "action_modes": actions.ACTION_MODES, "obs_modes": entities.OBS_MODES}
+                "action_modes": actions.ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                "entity_action_mode": "prices"}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.

@@ -88,6 +88,8 @@ def test_space_names_and_metadata():
     assert env.observation_space["context"].shape == (C,)
     assert u.metadata["entity_action"] == "global"
     assert u.metadata["obs_modes"] == ("flat", "entities")
+    assert type(u).metadata["entity_action_mode"] == "pricing"  # read without building an env
+    assert type(u).metadata["obs_modes"] == ("flat", "entities")
     assert _make(**SMALL, action_mode="dispatch").unwrapped.metadata["entity_action"] == "entity"
     other = _make(n_instances=5, horizon=2, n_jobs=2, instance_seed=4, utility="sqrt")
     assert other.observation_space["entities"].shape == (10, F)

@@ -96,6 +96,8 @@ def test_space_names_and_metadata():
     assert u.context_feature_names == entities.CONTEXT_FEATURE_NAMES
     assert u.metadata["entity_action"] == "entity"
     assert u.metadata["obs_modes"] == ("flat", "entities")
+    assert type(u).metadata["entity_action_mode"] == "prices"  # read without building an env
+    assert type(u).metadata["obs_modes"] == ("flat", "entities")
     assert _make(**SHORT, action_mode="fractions").unwrapped.metadata["entity_action"] == "entity"
     assert _make(**SHORT, action_mode="allocation").unwrapped.metadata["entity_action"] == "none"
     # F and C do not depend on the size or the seed
