@@ -8,7 +8,6 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import seeding
 
 from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
@@ -37,6 +36,7 @@ from schedgym.envs.deadline_welfare.generator import (
 )
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
 from schedgym.envs.deadline_welfare.types import (
+    ARRIVAL_RATE_MAX,
     FAMILIES,
     DeadlineWelfareInstance,
     FixedJobs,
@@ -445,8 +445,10 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         if "mask" not in jobs.__dict__:  # the cached property, computed by the same kernel
             mask.setflags(write=False)
             jobs.__dict__["mask"] = mask
-        self._ep_next = (jobs.mask.reshape(N, U), jobs.coef.reshape(N, U),
-                         jobs.weight.reshape(N, U), upper, tab, sc,
+        # writable copies (the jobs' arrays are read-only): the step kernels then see the
+        # array types the vector env passes, and numba compiles them once
+        self._ep_next = (np.array(jobs.mask.reshape(N, U)), np.array(jobs.coef.reshape(N, U)),
+                         np.array(jobs.weight.reshape(N, U)), upper, tab, sc,
                          dynamics.bounds_from(inst, iota, v))
         return tuple(lim.tolist())
 
@@ -463,8 +465,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """Draw the episode's jobs from ``seed`` (common random numbers) and return the first
         job's observation and ``info`` (``n_jobs``, ``iota``, ``v``, ``alpha_hat``,
         ``episode_seed``)."""
-        self._seed_np_random(seed)
-        episode_seed = resolve_episode_seed(None, self.np_random) if seed is None else int(seed)
+        super().reset(seed=seed)
+        episode_seed = resolve_episode_seed(seed, self.np_random)
         jobs = self._sample_jobs(episode_seed)
         self._check_jobs(jobs)
         inst = self.instance
@@ -485,46 +487,6 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
                 "alpha_hat": self._alpha, "episode_seed": episode_seed}
         return self._obs(), info
-
-    # ------------------------------------------------------------- lazy np_random
-    # ``reset(seed=s)`` must leave ``np_random`` = ``seeding.np_random(s)`` (Gymnasium), but
-    # building it (SeedSequence hashing) costs more than drawing the episode's jobs, and only a
-    # later ``reset()`` without a seed (or a user, or a checker) reads it: Gymnasium's own
-    # attributes ``_np_random`` and ``_np_random_seed`` are built on first access.
-    _np_random_pending: int | None = None
-
-    def _seed_np_random(self, seed: int | None) -> None:
-        """``gymnasium.Env.reset(seed=seed)``'s seeding, deferred for a plain int seed (others
-        are seeded at once, so a bad seed raises Gymnasium's error here)."""
-        if type(seed) is int and seed >= 0:
-            self._np_random_pending = seed
-        elif seed is not None:
-            super().reset(seed=seed)
-
-    def _lazy_rng(self, key: str) -> Any:
-        pending = self._np_random_pending
-        if pending is not None:
-            self._np_random_pending = None
-            self.__dict__["_rng"], self.__dict__["_rng_seed"] = seeding.np_random(pending)
-        return self.__dict__.get(key)
-
-    @property
-    def _np_random(self) -> np.random.Generator | None:
-        return cast("np.random.Generator | None", self._lazy_rng("_rng"))
-
-    @_np_random.setter
-    def _np_random(self, value: np.random.Generator | None) -> None:
-        self._np_random_pending = None
-        self.__dict__["_rng"] = value
-
-    @property
-    def _np_random_seed(self) -> int | None:
-        return cast("int | None", self._lazy_rng("_rng_seed"))
-
-    @_np_random_seed.setter
-    def _np_random_seed(self, value: int | None) -> None:
-        self._lazy_rng("_rng_seed")  # a pending generator first (its seed is then replaced)
-        self.__dict__["_rng_seed"] = value
 
     def _check_jobs(self, jobs: Jobs) -> None:
         """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
@@ -682,7 +644,8 @@ def _check_memory(scenario: str, overrides: dict[str, Any],
         n_jobs = p["n_jobs"]
     if n_jobs is not None:
         n_jobs = check_int("n_jobs", n_jobs, min_value=1 if instance is None else 0)
-    rate = check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True)
+    rate = check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True,
+                       high=ARRIVAL_RATE_MAX)
     need = estimate_memory_mb(R, T, n_jobs, rate)
     if need > limit_mb:
         raise ValueError(
