@@ -324,17 +324,27 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
              workers: int | None, address: str, grace: float = 0.0) -> None:
     import ray
 
+    from schedgym.train import reaper
+
     started = False
+    watchdog = None
     if not ray.is_initialized():
         if address:
             ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
-                     log_to_driver=False)
+        else:  # a local Ray: its processes must not outlive a kill -9 of this one
+            watchdog = reaper.start()
+            try:
+                ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                         log_to_driver=False)
+            except BaseException:
+                if watchdog is not None:
+                    watchdog.stop()
+                raise
         started = True
-    remote = ray.remote(num_cpus=1, max_retries=0)(fn)
-    refs = {remote.remote(job): job for job in jobs}
+    refs: dict[Any, Any] = {}
     try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(fn)
+        refs = {remote.remote(job): job for job in jobs}
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
             for ref in ready:
@@ -359,6 +369,8 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
     finally:
         if started:
             ray.shutdown()
+        if watchdog is not None:
+            watchdog.stop()
 
 
 def task_dict(task: EpisodeTask) -> dict[str, Any]:

@@ -138,3 +138,52 @@ def test_no_pool_worker_outlives_a_kill_9_of_compare(tmp_path):
                 os.kill(p, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_no_local_ray_process_outlives_a_kill_9_of_compare(tmp_path):
+    import pytest
+
+    pytest.importorskip("ray")
+    if not Path("/proc/self/stat").exists():  # pragma: no cover - Linux's /proc only
+        pytest.skip("needs /proc")
+    from schedgym.train.reaper import _table, descendants
+
+    cmd = [sys.executable, HELPER, "compare", GO, "--agents", "drf", "--seeds", "0-5",
+           "--set", "n_types=3", "--set", "n_instances=3", "--set", "horizon=400000",
+           "--out", str(tmp_path / "run"), "--ray", "--workers", "2", "--quiet",
+           "--no-plots", "--no-benchmarks"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=Path(__file__).parents[2])
+    seen: dict[int, int] = {}
+
+    def agents_up() -> bool:
+        names = [Path(f"/proc/{p}/cmdline").read_bytes() for p in seen if _alive(p)]
+        return sum(b"ray::" in n for n in names) >= 3  # two agents and a task
+
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            seen.update(descendants(proc.pid, _table()))
+            try:
+                if agents_up():
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert agents_up(), "the local Ray never started"
+        time.sleep(1.0)
+        seen.update(descendants(proc.pid, _table()))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(p) for p in seen):
+            time.sleep(0.2)
+        left = [Path(f"/proc/{p}/cmdline").read_bytes()[:60] for p in seen if _alive(p)]
+        assert not left, f"processes of compare --ray outlived it: {left}"
+    finally:
+        table = _table()
+        for p, started in seen.items():  # never leave a process behind, whatever happened
+            if table.get(p, (0, -1))[1] == started:
+                os.kill(p, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
