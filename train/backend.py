@@ -234,16 +234,18 @@ def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
     todo = list(range(len(jobs)))
     stalls = 0
     while todo:
-        suspects, rest = _pool_round(ctx, started, fn, jobs, todo, on_done, workers, grace)
+        suspects, rest = _pool_round(ctx, started, fn, jobs, todo, on_done, workers, grace,
+                                     alone=False)
         stalls = stalls + 1 if not suspects and len(rest) == len(todo) else 0
         if stalls >= 3:  # the workers die before any job starts (e.g. in their start-up)
             for i in rest:
                 on_done(jobs[i], None, WorkerDiedError(
                     "the pool's worker processes died before starting this task, 3 times"))
             return
-        for i in suspects:
-            _pool_round(ctx, started, fn, jobs, [i], on_done, 1, grace)
-        todo = rest
+        for i in suspects:  # a worker that died before starting it: back to the others
+            started[i] = 0
+            rest += _pool_round(ctx, started, fn, jobs, [i], on_done, 1, grace, alone=True)[1]
+        todo = sorted(rest)
 
 
 def _died_text(codes: list[int | None]) -> str:
@@ -255,11 +257,12 @@ def _died_text(codes: list[int | None]) -> str:
 
 
 def _pool_round(ctx: Any, started: Any, fn: Callable[[Any], Any], jobs: Sequence[Any],
-                indices: list[int], on_done: OnDone, workers: int, grace: float
+                indices: list[int], on_done: OnDone, workers: int, grace: float, alone: bool
                 ) -> tuple[list[int], list[int]]:
     """Run ``jobs[i]`` for ``i`` in ``indices`` in one pool. Returns, if a worker died,
-    ``(started, not started)`` of the jobs the broken pool did not finish (a job alone in its
-    pool that was running then is reported as failed instead), else ``([], [])``."""
+    ``(started, not started)`` of the jobs the broken pool did not finish, else ``([], [])``.
+    ``alone``: the second run of one job, alone in its pool; if its worker dies, the job is
+    reported as failed (:class:`WorkerDiedError`) instead."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
@@ -300,7 +303,7 @@ def _pool_round(ctx: Any, started: Any, fn: Callable[[Any], Any], jobs: Sequence
     broken.sort()
     begun = [i for i in broken if started[i]]
     rest = [i for i in broken if not started[i]]
-    if len(indices) == 1 and begun:
+    if alone and begun:
         on_done(jobs[begun[0]], None,
                 WorkerDiedError(_died_text([p.exitcode for p in procs.values()])))
         return [], rest
@@ -333,9 +336,9 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
             ray.init(address=address, log_to_driver=False)
         else:  # a local Ray: its processes must not outlive a kill -9 of this one
             watchdog = reaper.start()
-            try:
-                ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
-                         log_to_driver=False)
+            try:  # "local": a new Ray of our own, even where `ray start` left a cluster
+                ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
+                         include_dashboard=False, log_to_driver=False)
             except BaseException:
                 if watchdog is not None:
                     watchdog.stop()

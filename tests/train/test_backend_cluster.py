@@ -84,6 +84,19 @@ def _stop(roots: list[subprocess.Popen[bytes]]) -> None:
         r.wait(timeout=30)
 
 
+def _forget(port: int) -> None:
+    """Remove Ray's note of the head this test started (``ray stop`` would), so that no later
+    ``ray.init()`` on this machine looks for the stopped cluster."""
+    import ray._private.utils as ray_utils
+
+    try:
+        note = Path(ray_utils.get_ray_address_file(None))
+        if note.read_text().strip().endswith(f":{port}"):
+            note.unlink()
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 def _records(run: Path) -> dict:
     store = RunStore.open(run, lock=False)
     return {tuple(r["key"]): ({k: v for k, v in r.items() if k not in TIMING},
@@ -128,6 +141,7 @@ def test_a_two_node_cluster_with_token_auth_gives_the_local_pools_records(tmp_pa
         assert viaray.returncode == 0, viaray.stderr[-3000:]
     finally:
         _stop(nodes)
+        _forget(port)
     pool = subprocess.run([sys.executable, HELPER, *argv, "--out", str(tmp_path / "pool"),
                            "--workers", "2"], capture_output=True, text=True, cwd=ROOT,
                           timeout=300)
