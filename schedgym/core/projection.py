@@ -15,10 +15,10 @@ breakpoint (``O(n^2)``, no sort) and larger ones sort the slope events (``O(n lo
 
 One compiled kernel, :func:`project_block`, serves every caller (the batched wrappers here, the
 env step and OgaSched's update, :mod:`schedgym.envs.gain_overhead.dynamics`): the groups of one
-size are the columns of a block ``(n, G)``, and every loop runs over the contiguous group axis
-innermost, the same operations for every group, so the compiler can vectorise it whatever ``n``
-is. Every sum runs in a fixed order (entries in row order, from 0.0), so the result does not
-depend on the CPU.
+size are the columns of a block ``(n, G)``, and the loop over the contiguous group axis does the
+same branch-free operations for every group, so that, with ``n <= 4`` a compile-time constant,
+the compiler can vectorise it. Every sum runs in a fixed order (entries in row order, from 0.0),
+so the result does not depend on the CPU.
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -42,7 +42,7 @@ SMALL_GROUP = 16
 #: Relative safety margin of the final rescaling that removes the solve's rounding excess.
 _SHRINK = 1.0 - 4e-16
 #: Rows of the scratch array ``work`` of :func:`project_block` (one per-group quantity each).
-WORK_ROWS = 8
+WORK_ROWS = 2
 
 
 @numba.njit(cache=True)
@@ -95,91 +95,79 @@ def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> 
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, work: np.ndarray
-             ) -> None:
-    """theta of every group of the block ``Z`` ``(n, G)`` by the bracket search, into
-    ``work[1]``; ``s0`` ``(G,)`` is each group's ``g(0)`` (rows 2 to 7 of ``work``: scratch).
-
-    g is non-increasing (also as computed: clips and rounded additions are monotone), so the
-    largest breakpoint ``lo`` with ``g > c`` (or 0: ``g(0) = s0 > c``) and the smallest ``hi``
-    with ``g <= c`` (``inf`` if none) are consecutive and g is linear between them. g at each
-    breakpoint (``max(z_k, 0)``, ``max(z_k - a_k, 0)``) is a full sum over the entries in row
-    order."""
-    n, G = Z.shape
-    t2, lo, glo, hi, ghi, b, gv = work[1], work[2], work[3], work[4], work[5], work[6], work[7]
-    for g in range(G):
-        lo[g], glo[g], hi[g] = 0.0, s0[g], math.inf
-        ghi[g] = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
-    for i in range(1, n):
-        for g in range(G):
-            ghi[g] += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
-    for j in range(2 * n):
-        k = j - n if j >= n else j
-        for g in range(G):
-            b[g] = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
-            gv[g] = min(max(Z[0, g] - b[g], 0.0), A[0, g])
-        for i in range(1, n):
-            for g in range(G):
-                gv[g] += min(max(Z[i, g] - b[g], 0.0), A[i, g])
-        for g in range(G):
-            up = (gv[g] > c[g]) & (b[g] > lo[g])
-            down = (gv[g] <= c[g]) & (b[g] < hi[g])
-            lo[g], glo[g] = (b[g], gv[g]) if up else (lo[g], glo[g])
-            hi[g], ghi[g] = (b[g], gv[g]) if down else (hi[g], ghi[g])
-    for g in range(G):
-        t2[g] = (lo[g] + (glo[g] - c[g]) * (hi[g] - lo[g]) / (glo[g] - ghi[g])
-                 if glo[g] > ghi[g] else hi[g])
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
-           work: np.ndarray) -> None:
-    """:func:`project_block` for a block with a group over its capacity; ``work[0]`` holds
-    the groups' ``g(0)``.
+           s0: np.ndarray, th: np.ndarray, rows: tuple[int, ...] | range, big: bool | None
+           ) -> None:
+    """:func:`project_block` for a block ``Z`` ``(n, G)`` with a group over its capacity;
+    ``s0`` ``(G,)`` are the groups' ``g(0)``, ``th`` ``(G,)`` scratch, ``n = len(rows)``.
+    ``rows`` is a tuple for ``n <= 4`` (its length a compile-time constant: the loops over a
+    group's entries unroll, and the loop over the groups, branch-free, can be vectorised) and
+    ``big`` is then ``None`` (numba prunes the sort's branch before typing); above, ``rows =
+    range(n)`` and ``big = True``.
 
-    Per group: theta on g's first linear piece ``g(theta) = s0 - m theta`` where it lies there,
-    else by the bracket search (:func:`_bracket`) or, above ``SMALL_GROUP`` entries,
-    :func:`_theta_sorted`; 0 for a group within its capacity (its clip). Then the clip at
-    theta, its rounding excess over ``c`` removed by a rescaling, and the group's load."""
-    n, G = Z.shape
-    s0, th, m, first = work[0], work[1], work[2], work[3]
-    if n <= SMALL_GROUP:
-        _bracket(Z, A, c, s0, work)
-    else:
-        th[:] = 0.0
-    for g in range(G):
-        m[g], first[g] = 0.0, math.inf
+    Per group, first theta into ``th``, then the clips: theta on g's first linear piece
+    ``g(theta) = s0 - m theta`` where it lies there, else by the bracket search (``n <=
+    SMALL_GROUP``) or :func:`_theta_sorted`; 0 for a group within its capacity. Then the clip
+    at theta, its rounding excess over ``c`` removed by a rescaling, and the group's load.
+
+    The bracket search: g is non-increasing (also as computed: clips and rounded additions
+    are monotone), so the largest breakpoint ``lo`` with ``g > c`` (or 0: ``g(0) = s0 > c``)
+    and the smallest ``hi`` with ``g <= c`` (``inf`` if none) are consecutive and g is linear
+    between them; g at each breakpoint is a full sum over the entries in row order. When no
+    entry of the block exceeds its cap, the cap-leaving breakpoints ``max(z_k - a_k, 0)`` are
+    all 0 (or NaN): never above ``lo >= 0`` and, for a group over its capacity, never one with
+    ``g <= c``, so they are skipped."""
+    n, G = len(rows), Z.shape[1]
+    above = False
     for i in range(n):
         for g in range(G):
+            above |= Z[i, g] > A[i, g]
+    for g in range(G):
+        cg, sg = c[g], s0[g]
+        t2 = 0.0
+        if n <= SMALL_GROUP:
+            ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
+            for i in range(1, n):
+                ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
+            lo, glo, hi = 0.0, sg, math.inf
+            for j in range(2 * n):
+                if (j < n) | above:
+                    k = j - n if j >= n else j
+                    b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
+                    gv = min(max(Z[0, g] - b, 0.0), A[0, g])
+                    for i in range(1, n):
+                        gv += min(max(Z[i, g] - b, 0.0), A[i, g])
+                    up, down = (gv > cg) & (b > lo), (gv <= cg) & (b < hi)
+                    lo, glo = (b, gv) if up else (lo, glo)
+                    hi, ghi = (b, gv) if down else (hi, ghi)
+            t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
+        m, first = 0.0, math.inf
+        for i in range(n):
             zi, ai = Z[i, g], A[i, g]
             d = zi - ai
-            first[g] = min(first[g], min(d if d > 0.0 else math.inf,
-                                         zi if zi > 0.0 else math.inf))
-            m[g] += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
+            first = min(first, min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
+            m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
+        t1 = (sg - cg) if n == 1 else (sg - cg) / m  # n = 1: m = 1 where ok, x / 1.0 = x
+        ok = (m > 0.0) & (t1 <= first)
+        if big is not None:
+            if (n > SMALL_GROUP) & (sg > cg) & (not ok):
+                t2 = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
+        t1 = t1 if ok else t2
+        th[g] = t1 if sg > cg else 0.0
     for g in range(G):
-        sg, cg = s0[g], c[g]
-        t1 = (sg - cg) / m[g]
-        ok = (m[g] > 0.0) & (t1 <= first[g])
-        if n > SMALL_GROUP and sg > cg and not ok:
-            th[g] = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
-        theta = t1 if ok else th[g]
-        th[g] = theta if sg > cg else 0.0
-    tot, f = work[2], work[3]
-    for g in range(G):
-        tot[g] = 0.0
-    for i in range(n):
-        for g in range(G):
-            v = min(max(Z[i, g] - th[g], 0.0), A[i, g])
+        cg, theta = c[g], th[g]
+        tot = 0.0
+        for i in range(n):
+            v = min(max(Z[i, g] - theta, 0.0), A[i, g])
             V[i, g] = v
-            tot[g] += v
-    for g in range(G):  # the rounding excess
-        f[g] = (c[g] / tot[g] * _SHRINK if tot[g] > 0.0 else 1.0) if tot[g] > c[g] else 1.0
-        load[g] = 0.0
-    for i in range(n):
-        for g in range(G):
-            v = V[i, g] * f[g]
+            tot += v
+        f = (cg / tot * _SHRINK if tot > 0.0 else 1.0) if tot > cg else 1.0  # rounding excess
+        ld = 0.0
+        for i in range(n):
+            v = V[i, g] * f
             V[i, g] = v
-            load[g] += v
+            ld += v
+        load[g] = ld
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -193,7 +181,7 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 
     A block with no group over its capacity is the clip of every group to its box, its loads
     the clipped sums (theta = 0 for all: the same values :func:`_solve` would give);
-    otherwise :func:`_solve`."""
+    otherwise :func:`_solve`, compiled for each block size up to 4 and once for any size."""
     n, G = Z.shape
     s0 = work[0]
     for g in range(G):
@@ -204,8 +192,17 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     over = False
     for g in range(G):
         over |= s0[g] > c[g]
-    if over and n > 0:
-        _solve(Z, A, c, V, load, work)
+    if over and n == 1:
+        _solve(Z, A, c, V, load, s0, work[1], (0,), None)
+    elif over and n == 2:
+        _solve(Z, A, c, V, load, s0, work[1], (0, 0), None)
+    elif over and n == 3:
+        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0), None)
+    elif over and n == 4:
+        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0, 0), None)
+    elif over:
+        _solve(Z, A, c, V, load, s0, work[1], range(n), True)
+    if over:
         return
     for i in range(n):
         for g in range(G):

@@ -326,11 +326,11 @@ def _clip_amount(a: np.ndarray) -> float:
 def _decode_gather(a: np.ndarray, entries: np.ndarray, upper: np.ndarray, z: np.ndarray
                    ) -> float:
     """The ``"allocation"`` mode's decode ``z[p] = (clip(a[entries[p]], -1, 1) + 1) / 2 *
-    upper[p]`` for every ``p`` (``entries``: a permutation of ``a``'s indices, or ``arange``);
-    returns the clip amount ``max |clip(a) - a|`` (0 for an action inside the box), or NaN when
-    an entry of ``a`` is NaN or infinite (then ``z`` is garbage). A NaN/inf entry never equals
-    its clipped value, so only an action with a clipped entry needs the clip amount's pass,
-    which also finds NaN/inf."""
+    upper[p]`` for every ``p`` (``entries``: ``plan.entries`` for the block layout, or
+    ``arange``). Returns the clip amount ``max |clip(a) - a|`` (0 for an action inside the
+    box), or NaN when an entry of ``a`` is NaN or infinite (then ``z`` is garbage). A NaN/inf
+    entry never equals its clipped value, so only an action with a clipped entry needs the
+    clip amount's pass, which also finds NaN/inf."""
     outside = False
     for p in range(entries.size):
         v = a[entries[p]]
