@@ -10,8 +10,8 @@ value with ``g(theta) = sum_i clip(z_i - theta, 0, a_i) <= c``. ``g`` is continu
 linear and non-increasing with breakpoints ``{z_i - a_i} U {z_i}``; we find the two consecutive
 breakpoints whose ``g`` values straddle ``c`` and solve the linear equation between them. A group
 whose solution lies on g's first linear piece (the common case after a small excess) is solved
-there in closed form; otherwise groups of ``n <= SMALL_GROUP`` entries evaluate ``g`` at every
-breakpoint (``O(n^2)``, no sort) and larger ones sort the slope events (``O(n log n)``).
+there in closed form; otherwise ``g`` is evaluated at every breakpoint (``O(n^2)`` per group, no
+sort: groups have a few entries, one per channel of an instance).
 
 One compiled kernel, :func:`project_block`, serves every caller (the batched wrappers here, the
 env step and OgaSched's update, :mod:`schedgym.envs.gain_overhead.dynamics`): the groups of one
@@ -37,78 +37,25 @@ import math
 import numba
 import numpy as np
 
-#: Groups of at most this many entries use the sort-free bracket search (faster for small n).
-SMALL_GROUP = 16
 #: Relative safety margin of the final rescaling that removes the solve's rounding excess.
 _SHRINK = 1.0 - 4e-16
 #: Rows of the scratch array ``work`` of :func:`project_block` (one per-group quantity each).
 WORK_ROWS = 2
 
 
-@numba.njit(cache=True)
-def _stable_order(key: np.ndarray) -> np.ndarray:
-    """Indices that sort ``key`` ascending, ties in index order: ``np.argsort(key,
-    kind="stable")`` as a bottom-up merge sort (iterative; numba's generic argsort costs seconds
-    of compilation)."""
-    n = key.size
-    order, other = np.arange(n), np.empty(n, dtype=np.int64)
-    width = 1
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
-            i, j = lo, mid
-            for k in range(lo, hi):
-                if i < mid and (j >= hi or key[order[j]] >= key[order[i]]):
-                    other[k] = order[i]
-                    i += 1
-                else:
-                    other[k] = order[j]
-                    j += 1
-        order, other = other, order
-        width *= 2
-    return order
-
-
-@numba.njit(cache=True)
-def _theta_sorted(z: np.ndarray, a: np.ndarray, n: int, c: float, g0: float) -> float:
-    """theta for a group with ``g(0) > c`` by sorting the slope events (O(n log n)).
-
-    Slope events: -1 at ``max(z - a, 0)`` (entry leaves its cap), +1 at ``max(z, 0)`` (hits 0).
-    """
-    pos = np.empty(2 * n)
-    w = np.empty(2 * n)
-    for i in range(n):
-        act = 1.0 if a[i] > 0.0 else 0.0
-        pos[i], w[i] = max(z[i] - a[i], 0.0), -act
-        pos[n + i], w[n + i] = max(z[i], 0.0), act
-    order = _stable_order(pos)
-    g, slope, prev = g0, 0.0, pos[order[0]]
-    tol = c + 1e-12 * max(1.0, c)
-    for j in range(2 * n):
-        p = pos[order[j]]
-        g_here = g + slope * (p - prev)
-        if j > 0 and (g_here <= tol or j == 2 * n - 1):  # g crosses c on [prev, p]
-            return prev + (g - c) / -slope if slope < 0.0 else p
-        g, prev = g_here, p
-        slope += w[order[j]]
-    return prev  # not reached: the last event always stops the walk (g(max z) = 0 <= c)
-
-
 @numba.njit(cache=True, error_model="numpy")
 def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
-           s0: np.ndarray, th: np.ndarray, rows: tuple[int, ...] | range, big: bool | None
-           ) -> None:
+           s0: np.ndarray, th: np.ndarray, rows: tuple[int, ...] | range) -> None:
     """:func:`project_block` for a block ``Z`` ``(n, G)`` with a group over its capacity;
     ``s0`` ``(G,)`` are the groups' ``g(0)``, ``th`` ``(G,)`` scratch, ``n = len(rows)``.
-    ``rows`` is a tuple for ``n <= 4`` (its length a compile-time constant: the loops over a
-    group's entries unroll, and the loop over the groups, branch-free, can be vectorised) and
-    ``big`` is then ``None`` (numba prunes the sort's branch before typing); above, ``rows =
-    range(n)`` and ``big = True``.
+    ``rows`` is a tuple for ``n`` of 1 to 4 (its length a compile-time constant: the loops over
+    a group's entries unroll, and the loop over the groups, branch-free, can be vectorised),
+    else ``range(n)``.
 
     Per group, first theta into ``th``, then the clips: theta on g's first linear piece
-    ``g(theta) = s0 - m theta`` where it lies there, else by the bracket search (``n <=
-    SMALL_GROUP``) or :func:`_theta_sorted`; 0 for a group within its capacity. Then the clip
-    at theta, its rounding excess over ``c`` removed by a rescaling, and the group's load.
+    ``g(theta) = s0 - m theta`` where it lies there, else by the bracket search; 0 for a group
+    within its capacity. Then the clip at theta, its rounding excess over ``c`` removed by a
+    rescaling, and the group's load.
 
     The bracket search: g is non-increasing (also as computed: clips and rounded additions
     are monotone), so the largest breakpoint ``lo`` with ``g > c`` (or 0: ``g(0) = s0 > c``)
@@ -124,23 +71,21 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
             above |= Z[i, g] > A[i, g]
     for g in range(G):
         cg, sg = c[g], s0[g]
-        t2 = 0.0
-        if n <= SMALL_GROUP:
-            ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
-            for i in range(1, n):
-                ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
-            lo, glo, hi = 0.0, sg, math.inf
-            for j in range(2 * n):
-                if (j < n) | above:
-                    k = j - n if j >= n else j
-                    b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
-                    gv = min(max(Z[0, g] - b, 0.0), A[0, g])
-                    for i in range(1, n):
-                        gv += min(max(Z[i, g] - b, 0.0), A[i, g])
-                    up, down = (gv > cg) & (b > lo), (gv <= cg) & (b < hi)
-                    lo, glo = (b, gv) if up else (lo, glo)
-                    hi, ghi = (b, gv) if down else (hi, ghi)
-            t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
+        ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
+        for i in range(1, n):
+            ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
+        lo, glo, hi = 0.0, sg, math.inf
+        for j in range(2 * n):
+            if (j < n) | above:
+                k = j - n if j >= n else j
+                b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
+                gv = min(max(Z[0, g] - b, 0.0), A[0, g])
+                for i in range(1, n):
+                    gv += min(max(Z[i, g] - b, 0.0), A[i, g])
+                up, down = (gv > cg) & (b > lo), (gv <= cg) & (b < hi)
+                lo, glo = (b, gv) if up else (lo, glo)
+                hi, ghi = (b, gv) if down else (hi, ghi)
+        t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
         m, first = 0.0, math.inf
         for i in range(n):
             zi, ai = Z[i, g], A[i, g]
@@ -149,9 +94,6 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
             m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
         t1 = (sg - cg) if n == 1 else (sg - cg) / m  # n = 1: m = 1 where ok, x / 1.0 = x
         ok = (m > 0.0) & (t1 <= first)
-        if big is not None:
-            if (n > SMALL_GROUP) & (sg > cg) & (not ok):
-                t2 = _theta_sorted(Z[:, g], A[:, g], n, cg, sg)
         t1 = t1 if ok else t2
         th[g] = t1 if sg > cg else 0.0
     for g in range(G):
@@ -170,7 +112,7 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
         load[g] = ld
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
                   work: np.ndarray) -> None:
     """Exact projection of every column ``Z[:, g]`` of ``Z`` ``(n, G)`` (a group of ``n``
@@ -181,7 +123,8 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 
     A block with no group over its capacity is the clip of every group to its box, its loads
     the clipped sums (theta = 0 for all: the same values :func:`_solve` would give);
-    otherwise :func:`_solve`, compiled for each block size up to 4 and once for any size."""
+    otherwise :func:`_solve`, compiled for blocks of 1, 2, 3 and 4 entries and once for any
+    size."""
     n, G = Z.shape
     s0 = work[0]
     for g in range(G):
@@ -193,15 +136,15 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     for g in range(G):
         over |= s0[g] > c[g]
     if over and n == 1:
-        _solve(Z, A, c, V, load, s0, work[1], (0,), None)
+        _solve(Z, A, c, V, load, s0, work[1], (0,))
     elif over and n == 2:
-        _solve(Z, A, c, V, load, s0, work[1], (0, 0), None)
+        _solve(Z, A, c, V, load, s0, work[1], (0, 0))
     elif over and n == 3:
-        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0), None)
+        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0))
     elif over and n == 4:
-        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0, 0), None)
+        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0, 0))
     elif over:
-        _solve(Z, A, c, V, load, s0, work[1], range(n), True)
+        _solve(Z, A, c, V, load, s0, work[1], range(n))
     if over:
         return
     for i in range(n):

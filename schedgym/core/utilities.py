@@ -106,7 +106,8 @@ def _apply(derivative: bool, codes: np.ndarray | int, alpha: np.ndarray, y: np.n
     c, a, v = np.broadcast_arrays(np.asarray(codes, dtype=np.int8),
                                   np.asarray(alpha, dtype=np.float64),
                                   np.asarray(y, dtype=np.float64))
-    out = map_flat(derivative, c.ravel(), a.ravel(), v.ravel(), float(s))
+    # copies: broadcast views are read-only, and numba compiles a second kernel for those
+    out = map_flat(derivative, c.ravel().copy(), a.ravel().copy(), v.ravel().copy(), float(s))
     return out.reshape(v.shape)
 
 
@@ -126,5 +127,13 @@ def derivative(codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray,
 def slope_at_zero(
     codes: np.ndarray, alpha: np.ndarray, reciprocal_scale: float = 1.0
 ) -> np.ndarray:
-    """``varpi = f'(0)``, the bound on the derivative used by the regret theorem."""
-    return derivative(codes, alpha, np.zeros(np.shape(alpha)), reciprocal_scale)
+    """``varpi = f'(0)``, the bound on the derivative used by the regret theorem (the table
+    above at ``y = 0``; in numpy: an instance's setup needs no compiled kernel)."""
+    c = np.asarray(codes)
+    a = np.asarray(alpha, dtype=np.float64)
+    s = float(reciprocal_scale)
+    with np.errstate(divide="ignore", over="ignore"):
+        recip = 1.0 / (s * a) ** 2
+    out = np.select([c == LINEAR, c == LOG, c == RECIPROCAL, c == POLY],
+                    [a, a, recip, a / 2.0], 0.0)
+    return np.asarray(out, dtype=np.float64)

@@ -33,18 +33,12 @@ import numba
 import numpy as np
 
 from schedgym.core.envbase import first_nonfinite_index
-from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6
-
-#: A start index that numba types as int64, not as the literal 0 (a literal argument compiles
-#: a second specialisation of ``np_sum_with``).
-_ZERO: Any = np.int64(0)
-
 
 def _vector(name: str, arr: Any, shape: tuple[int, ...], dtypes: tuple[type, ...] = (np.float64,),
             ) -> np.ndarray:
@@ -197,7 +191,7 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
         k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, 0.0, False)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
                     work: np.ndarray) -> None:
     """Exact projection of the block buffer ``zb`` ``(E K,)`` into ``vb``, block by block
@@ -218,7 +212,7 @@ def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb:
         at, at_g = end, end_g
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _spread_load(lb: np.ndarray, groups: np.ndarray, load: np.ndarray) -> None:
     """``load`` ``(R K,)`` = the load of every (instance, resource): the block columns' loads
     ``lb`` moved to their groups' flat indices ``groups`` (``plan.groups``), 0 for instances
@@ -229,7 +223,7 @@ def _spread_load(lb: np.ndarray, groups: np.ndarray, load: np.ndarray) -> None:
         load[groups[j]] = lb[j]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
@@ -375,20 +369,15 @@ class BatchOutcome:
         return self.gain - self.penalty
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: np.ndarray,
-                 util32: np.ndarray, index: np.ndarray, values: np.ndarray) -> float:
+                 util32: np.ndarray) -> None:
     """``util`` ``(R K,)`` = ``min(load / capacity, 1)`` from the block columns' loads ``lb``
-    (0 where the capacity is 0), ``util32`` the same as float32 (the observation's); returns
-    ``np.add.reduce(util)`` with numpy's bits (its pairwise order, from numpy's start value
-    0.0, which turns a ``-0.0`` total into ``0.0``): the numerator of
-    ``info["utilization"]``. ``index``, ``values``: the sum's scratch stacks
-    (:func:`~schedgym.core.pairwise.np_sum_with`)."""
+    (0 where the capacity is 0), ``util32`` the same as float32 (the observation's)."""
     _spread_load(lb, groups, util)
     for i in range(util.size):
         util[i] = min(util[i] * inv_cap[i], 1.0)
         util32[i] = util[i]
-    return 0.0 + np_sum_with(util, _ZERO, util.size, index, values)
 
 
 @numba.njit(cache=True)
@@ -406,8 +395,8 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     reward pass then multiplies by ``alpha`` itself).
 
     Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
-    ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
-    ``decode``), utilization sum). Returns -1, or the first copy whose action has a NaN/inf
+    ``stats`` ``(n, 4)`` = (projection distance, gain, penalty, clip amount (0 without
+    ``decode``)). Returns -1, or the first copy whose action has a NaN/inf
     entry (then the outputs are incomplete). One copy gives the same bits alone as in a
     batch."""
     n, n_res = rows.size, beta.size
@@ -416,7 +405,6 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
     zb, vb, fb, lb = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
     work = np.empty(WORK_ROWS * n_cols)
     parts, tot = np.empty((3, type_starts.size)), np.empty(n_res)
-    index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
     for c in range(n):
         row = a[rows[c]]
         if decode:
@@ -436,7 +424,7 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, pla
         gain, penalty, dist = _score(lin, vb, f, zb, y[c], x[c], parts, edge_start, type_starts,
                                      beta, tot)
         stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(dist), gain, penalty
-        stats[c, 4] = _utilization(lb, plan[1], inv_cap, util[c], util32[c], index, values)
+        _utilization(lb, plan[1], inv_cap, util[c], util32[c])
     return -1
 
 
@@ -480,6 +468,8 @@ def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndar
     bad = _step_rows(a, rows, decode, x, k.plan, k.inverse_capacities.reshape(-1),
                      k.block_codes, k.block_alpha, k.all_linear, k.reciprocal_scale,
                      k.type_starts, k.beta, y.reshape(n, E * K), util, util32, stats)
+    # numpy's own sum of each row (its pairwise order): info["utilization"]'s numerator
+    np.add.reduce(util, axis=1, out=stats[:, 4])
     return bad, y, util, util32, stats
 
 
