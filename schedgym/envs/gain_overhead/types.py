@@ -117,6 +117,7 @@ class KernelArrays(NamedTuple):
             layout (``[plan.entries]``): the step maps the projected block buffer to gains.
         all_linear: every utility is linear (the step's reward pass then multiplies by
             ``block_alpha`` itself instead of mapping the utilities first).
+        caps: ``(E K,)`` the per-channel caps ``a_l^k`` row-major (the allocation decode's).
     """
 
     plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -129,6 +130,7 @@ class KernelArrays(NamedTuple):
     block_codes: np.ndarray
     block_alpha: np.ndarray
     all_linear: bool
+    caps: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,7 +288,8 @@ class GainOverheadInstance:
                             np.array(self.type_starts), np.array(self.beta),
                             self.edge_codes.reshape(-1)[p.entries],
                             self.edge_alpha.reshape(-1)[p.entries],
-                            bool(np.all(self.edge_codes == LINEAR)))
+                            bool(np.all(self.edge_codes == LINEAR)),
+                            np.array(self.edge_caps).reshape(-1))
 
     @cached_property
     def group_gather(self) -> np.ndarray:
