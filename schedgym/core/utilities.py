@@ -87,10 +87,11 @@ def map_flat_into(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.
     """``out[i] = f'(y[i])`` (``derivative``) or ``f(y[i])`` of every entry of the flat arrays
     ``codes``, ``alpha``, ``y``, ``out`` (one length) by :func:`derivative_one` /
     :func:`value_one`. When every entry is linear the loop is ``alpha`` / ``alpha * y`` without
-    the per-entry family dispatch, so that it vectorises (the same values); that test is ``min
-    == max == LINEAR`` over the int8 codes (two passes that vectorise 32 codes wide, where a
-    count in a 64-bit integer went 4 wide)."""
-    if codes.size == 0 or (codes.min() == LINEAR and codes.max() == LINEAR):
+    the per-entry family dispatch, so that it vectorises (the same values)."""
+    linear = True
+    for i in range(codes.size):
+        linear &= codes[i] == LINEAR
+    if linear:
         for i in range(y.size):
             out[i] = alpha[i] if derivative else alpha[i] * y[i]
         return

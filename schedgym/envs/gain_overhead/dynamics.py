@@ -426,8 +426,10 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, upper: np.ndarray,
         (2, n_cols))
     work = np.empty(WORK_ROWS * n_cols)
     parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
-    if lin:
-        fb[0], fb[1] = alpha, alpha
+    if lin:  # element loops: a slice assignment compiles numba's shape-error formatting
+        for p in range(size):
+            fb[0, p] = alpha[p]
+            fb[1, p] = alpha[p]
     decoded = np.empty(size)
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
