@@ -313,10 +313,18 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
         inst.n_instances)
 
 
-@numba.njit(cache=True)
 def all_finite(a: np.ndarray) -> bool:
-    """``np.isfinite(a).all()`` of a C-contiguous array without numpy's boolean temporary
-    (``v - v`` is 0 for a finite ``v``, NaN for NaN/inf)."""
+    """``np.isfinite(a).all()`` of a float array without numpy's boolean temporary."""
+    arr = np.asarray(a)
+    if arr.dtype.kind != "f":
+        raise TypeError(f"a has dtype {arr.dtype}: must be a float array")
+    return bool(_all_finite(np.ascontiguousarray(arr)))
+
+
+@numba.njit(cache=True)
+def _all_finite(a: np.ndarray) -> bool:
+    """:func:`all_finite` of a C-contiguous array (``v - v`` is 0 for a finite ``v``, NaN for
+    NaN/inf)."""
     flat = a.reshape(a.size)
     ok = True
     for i in range(flat.size):

@@ -105,9 +105,10 @@ class ProjectionPlan(NamedTuple):
 
 class KernelArrays(NamedTuple):
     """Writable private copies of what the compiled step, batch step and OgaSched update read
-    (:mod:`.dynamics`); the kernels never write them. Calling a numba kernel costs ~0.2 µs more
-    per read-only array argument (about 3 µs of a ~40 µs step), hence the copies. Internal:
-    read the instance's own (read-only) attributes instead.
+    (:mod:`.dynamics`); the kernels never write them. Writable because numba types a
+    read-only array apart: read-only arguments would compile a second copy of every kernel and
+    take a slower path through its argument checks. Internal: read the instance's own
+    (read-only) attributes instead.
 
     Attributes:
         plan: the :class:`ProjectionPlan`'s six arrays, as a plain tuple.

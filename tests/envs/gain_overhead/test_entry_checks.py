@@ -110,3 +110,18 @@ def test_other_dtypes_and_layouts_are_converted_not_misread(inst):
     ref = dynamics.score_action(inst, a32.astype(np.float64), x.astype(np.float64))
     np.testing.assert_array_equal(got[1], ref[1])
     np.testing.assert_array_equal(got[3], ref[3])
+
+
+def test_the_vector_envs_helpers_refuse_rows_and_buffers_of_the_wrong_size():
+    from schedgym.envs.gain_overhead import fastpath
+
+    a = np.zeros((3, 5), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"^rows has entries"):
+        fastpath.first_nonfinite(a, np.array([0, 3]))
+    with pytest.raises(ValueError, match=r"^out has shape \(2, 4\)"):
+        fastpath.clip_rows(a, np.array([0, 1]), np.empty((2, 4)), np.empty(2))
+    with pytest.raises(ValueError, match=r"^clip has shape \(1,\)"):
+        fastpath.clip_rows(a, np.array([0, 1]), np.empty((2, 5)), np.empty(1))
+    a[2, 4] = np.nan
+    assert fastpath.first_nonfinite(a, np.array([0, 2])) == 14
+    assert not dynamics.all_finite(a) and dynamics.all_finite(a[:2, ::2])
