@@ -126,6 +126,10 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     otherwise :func:`_solve`, compiled for blocks of 1, 2, 3 and 4 entries and once for any
     size."""
     n, G = Z.shape
+    if (A.shape != Z.shape or V.shape != Z.shape or c.size != G or load.size != G
+            or work.shape[0] < WORK_ROWS or work.shape[1] != G):
+        raise ValueError("project_block: A and V must have Z's shape (n, G), c and load G "
+                         "entries, work (WORK_ROWS, G)")
     s0 = work[0]
     for g in range(G):
         s0[g] = 0.0
@@ -169,7 +173,15 @@ def project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray
     def arg(a: np.ndarray) -> np.ndarray:  # C-contiguous writable float64: one compiled kernel
         return np.require(a, dtype=np.float64, requirements=["C", "W"])
 
-    return _project_columns(arg(zt), arg(at), arg(np.asarray(c).reshape(-1)))
+    z2, a2, c1 = arg(zt), arg(at), arg(np.asarray(c).reshape(-1))
+    if z2.ndim != 2:
+        raise ValueError(f"zt has shape {z2.shape}: must be 2-D (entries, groups)")
+    if a2.shape != z2.shape:
+        raise ValueError(f"at has shape {a2.shape}: must have zt's shape {z2.shape}")
+    if c1.shape != z2.shape[1:]:
+        raise ValueError(f"c has shape {np.shape(c)}: must have {z2.shape[1]} entries (one per "
+                         "group)")
+    return _project_columns(z2, a2, c1)
 
 
 def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -186,9 +198,14 @@ def project_capped_simplex(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.nd
         excess; summing the entries in another order can still differ from ``c`` by an ulp).
     """
     z = np.asarray(z, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    if z.ndim < 1:
+        raise ValueError(f"z has shape {z.shape}: must have at least 1 dimension")
+    if a.shape != z.shape:
+        raise ValueError(f"a has shape {a.shape}: must have z's shape {z.shape}")
     n = z.shape[-1]
     zt = np.ascontiguousarray(z.reshape(-1, n).T)
-    at = np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(-1, n).T)
+    at = np.ascontiguousarray(a.reshape(-1, n).T)
     c = np.asarray(c, dtype=np.float64)
     c2 = (c if c.shape == z.shape[:-1] else np.broadcast_to(c, z.shape[:-1])).reshape(-1)
     return project_columns(zt, at, c2).T.reshape(z.shape)

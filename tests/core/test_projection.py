@@ -210,3 +210,23 @@ def test_paper_projection_members_of_b2_are_zero():
     paper, _ = project_paper(z, a, c)
     assert np.all(paper >= 0)
     np.testing.assert_allclose(paper, project_capped_simplex(z, a, c), atol=1e-12)
+
+
+def test_wrong_sizes_are_refused_before_the_kernel_runs():
+    """Arrays of mismatched sizes are a ``ValueError``, never a read past an array's end."""
+    from schedgym.core.projection import WORK_ROWS, project_block, project_columns
+
+    z, a, c = np.ones((3, 5)), np.ones((3, 5)), np.ones(5)
+    with pytest.raises(ValueError, match="at has shape"):
+        project_columns(z, a[:2], c)
+    with pytest.raises(ValueError, match="c has shape"):
+        project_columns(z, a, c[:4])
+    with pytest.raises(ValueError, match="a has shape"):
+        project_capped_simplex(z.T, a[:2].T, c)
+    V, load = np.empty((3, 5)), np.empty(5)
+    with pytest.raises(ValueError, match="project_block"):
+        project_block(z, a, c[:4], V, load, np.empty((WORK_ROWS, 5)))
+    with pytest.raises(ValueError, match="project_block"):
+        project_block(z, a, c, V, load, np.empty((WORK_ROWS, 4)))
+    project_block(z, a, c, V, load, np.empty((WORK_ROWS, 5)))
+    assert np.allclose(load, 1.0)
