@@ -408,24 +408,35 @@ def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: 
 
 
 @numba.njit(cache=True)
-def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, upper: np.ndarray, x: np.ndarray,
-               plan: tuple, inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
-               lin: bool, s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-               util: np.ndarray, util32: np.ndarray, stats: np.ndarray) -> int:
-    """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``
-    (float64). With ``decode`` the rows are ``"allocation"``-mode actions (any values), clipped
-    and decoded with the caps ``upper`` ``(E K,)`` (:func:`_decode`); without, they are the
-    targets ``(E K,)`` (resource units). Each copy's target is gathered into the plan's block
-    layout, projected onto Y (:func:`_project_blocks`) and scored against ``x[c]``
-    (:func:`_score`, two copies per pass); ``codes``, ``alpha`` ``(E K,)``: the utilities in
-    the plan's block layout
+def _decode_rows(a: np.ndarray, rows: np.ndarray, upper: np.ndarray, z: np.ndarray,
+                 clip: np.ndarray) -> int:
+    """:func:`_decode` of rows ``rows`` of the ``"allocation"``-mode actions ``a`` ``(M, E K)``
+    (float32 or float64; a float32 entry widens exactly) with the caps ``upper`` ``(E K,)`` into
+    the rows of ``z`` ``(len(rows), E K)``, their clip amounts into ``clip``. Returns -1, or
+    the first copy whose action has a NaN/inf entry (then the outputs are incomplete)."""
+    for c in range(rows.size):
+        clip[c] = _decode(a[rows[c]], upper, z[c])
+        if np.isnan(clip[c]):
+            return c
+    return -1
+
+
+@numba.njit(cache=True)
+def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
+               codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
+               type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
+               util32: np.ndarray, stats: np.ndarray) -> None:
+    """The step of ``n = rows.size`` copies; copy ``c`` plays the target ``a[rows[c]]`` ``(E
+    K,)`` (float64, resource units: a decoded action or a learnable mode's target). Each
+    copy's target is gathered into the plan's block layout, projected onto Y
+    (:func:`_project_blocks`) and scored against ``x[c]`` (:func:`_score`, two copies per
+    pass); ``codes``, ``alpha`` ``(E K,)``: the utilities in the plan's block layout
     (``kernel_arrays.block_codes``, ``block_alpha``); ``lin``: every utility is linear (the
     reward pass then multiplies by ``alpha`` itself).
 
-    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
-    ``stats`` ``(n, 4)`` = (projection distance, gain, penalty, clip amount (0 without
-    ``decode``)). Returns -1, or the first copy whose action has a NaN/inf entry (then the
-    outputs are incomplete). One copy gives the same bits alone as in a batch."""
+    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``, and
+    ``stats[c, :3]`` = (projection distance, gain, penalty). One copy gives the same bits alone
+    as in a batch."""
     n, n_res = rows.size, beta.size
     entries, edge_start = plan[0], plan[5]
     size, n_cols = entries.size, plan[4].size
@@ -438,18 +449,10 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, upper: np.ndarray,
         for p in range(size):
             fb[0, p] = alpha[p]
             fb[1, p] = alpha[p]
-    decoded = np.empty(size)
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
         for j in range(m):
-            c = c0 + j
-            target = a[rows[c]]
-            stats[c, 3] = 0.0
-            if decode:
-                stats[c, 3] = _decode(target, upper, decoded)
-                if np.isnan(stats[c, 3]):
-                    return c
-                target = decoded
+            target = a[rows[c0 + j]]
             for p in range(size):  # into the plan's block layout
                 zb[j, p] = target[entries[p]]
             _project_blocks(zb[j], plan, n_res, vb[j], lb[j], work)
@@ -460,7 +463,6 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, upper: np.ndarray,
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
             _utilization(lb[j], plan[1], inv_cap, util[c], util32[c])
-    return -1
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
@@ -483,7 +485,8 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
     aa = np.asarray(a)
     if aa.ndim != 2:
         raise ValueError(f"a has shape {aa.shape}: must have shape (M, {E * K})")
-    aa = _vector("a", aa, (aa.shape[0], E * K), (np.float64,))  # float32 widens exactly
+    kinds = (np.float64, np.float32) if decode else (np.float64,)
+    aa = _vector("a", aa, (aa.shape[0], E * K), kinds)
     if n and (rr.min() < 0 or rr.max() >= aa.shape[0]):
         raise ValueError(f"rows has entries in [{rr.min()}, {rr.max()}]: must lie in "
                          f"[0, {aa.shape[0]}) (the rows of a)")
@@ -493,19 +496,28 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
 
 def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
          decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_step_rows` on arguments already checked (:func:`step_batch`, :func:`step_one`):
-    ``a`` float64 ``(M, E K)``, ``rows`` int64 in ``[0, M)``, ``x`` float64 ``(n, L)``, all
-    writable and C-contiguous."""
+    """The step on arguments already checked (:func:`step_batch`, :func:`step_one`): ``a``
+    ``(M, E K)`` (float64, or float32 actions with ``decode``), ``rows`` int64 in ``[0, M)``,
+    ``x`` float64 ``(n, L)``, all C-contiguous. With ``decode`` the acting rows are decoded
+    first (:func:`_decode_rows`), then every copy's target is projected and scored
+    (:func:`_step_rows`)."""
     k, n = inst.kernel_arrays, rows.size
     E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
-    bad = _step_rows(a, rows, decode, k.caps, x, k.plan, k.inverse_capacities.reshape(-1),
-                     k.block_codes, k.block_alpha, k.all_linear, k.reciprocal_scale,
-                     k.type_starts, k.beta, y.reshape(n, E * K), util, util32, stats)
+    if decode:
+        targets, clip = np.empty((n, E * K)), stats[:, 3].copy()
+        bad = _decode_rows(a, rows, k.caps, targets, clip)
+        if bad >= 0:
+            return bad, y, util, util32, stats
+        a, rows = targets, np.arange(n)
+    _step_rows(a, rows, x, k.plan, k.inverse_capacities.reshape(-1), k.block_codes,
+               k.block_alpha, k.all_linear, k.reciprocal_scale, k.type_starts, k.beta,
+               y.reshape(n, E * K), util, util32, stats)
+    stats[:, 3] = clip if decode else 0.0
     # numpy's own sum of each row (its pairwise order): info["utilization"]'s numerator
     np.add.reduce(util, axis=1, out=stats[:, 4])
-    return bad, y, util, util32, stats
+    return -1, y, util, util32, stats
 
 
 def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
@@ -534,7 +546,8 @@ def step_one(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray, decode: b
     ``(L,)``. Returns ``(bad, y (E, K), utilization (R K,), its float32 copy, stats (5,))``;
     ``bad`` is the index of the first non-finite entry of ``a`` (then the other outputs are
     garbage) or -1."""
-    aa = _vector("a", a, (inst.n_edges * inst.n_resources,), (np.float64,))
+    kinds = (np.float64, np.float32) if decode else (np.float64,)
+    aa = _vector("a", a, (inst.n_edges * inst.n_resources,), kinds)
     xx = _vector("x", x, (inst.n_types,))
     bad, y, util, util32, stats = _run(inst, aa.reshape(1, -1), _ROW0, xx.reshape(1, -1),
                                        bool(decode))
