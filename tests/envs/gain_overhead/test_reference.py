@@ -142,3 +142,26 @@ def test_reference_projection_is_the_euclidean_one():
             assert theta[0] >= -1e-9
             if theta[0] > 1e-9:  # the capacity binds
                 assert v.sum() == pytest.approx(c, abs=1e-9)
+
+
+@SETTINGS
+@given(inst=instances(), seed=st.integers(0, 2**32 - 1))
+def test_reward_parts_and_projection_equal_the_reference(inst, seed):
+    """:func:`.dynamics.reward_parts` (per-type gain, penalty, ``k*``) and
+    :func:`.dynamics.project` on points inside, outside and above the box."""
+    from schedgym.envs.gain_overhead import dynamics
+
+    rng = np.random.default_rng(seed)
+    caps = inst.edge_caps
+    top = float(max(np.max(inst.requests), 1.0))
+    for z in (rng.uniform(0, 1, caps.shape) * caps, rng.normal(0.5, 2.0, caps.shape) * top,
+              caps * rng.uniform(1.0, 3.0, caps.shape)):
+        y = dynamics.project(inst, z)
+        _close(y, reference.project(inst, z), top, "projection")
+        x = rng.integers(0, 3, inst.n_types).astype(np.float64)
+        got, want = dynamics.reward_parts(inst, x, y), reference.reward_parts(inst, x, y)
+        scale = float(np.sum(inst.alpha)) * top * inst.n_types + 1.0
+        _close(got.type_gain, want.type_gain, scale, "type gain")
+        _close(got.type_penalty, want.type_penalty, scale, "type penalty")
+        np.testing.assert_array_equal(got.k_star, want.k_star)
+        _close(got.reward, want.reward, scale, "reward")
