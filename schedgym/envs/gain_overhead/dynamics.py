@@ -40,6 +40,7 @@ from schedgym.envs.gain_overhead.types import GainOverheadInstance
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6
 
+
 def _vector(name: str, arr: Any, shape: tuple[int, ...], dtypes: tuple[type, ...] = (np.float64,),
             ) -> np.ndarray:
     """``arr`` as a writable C-contiguous array of ``shape`` (its dtype if one of ``dtypes``,
