@@ -263,15 +263,16 @@ class _CallTimer:
 def kernel_split(run: Callable[[], tuple[float, float, float]], per_call: int = 1
                  ) -> tuple[float, float]:
     """``(step, kernel)`` CPU us per env-step of ``run()`` (a :func:`env_rate` or
-    :func:`vec_rate` call) with :func:`dynamics.step_batch` (the compiled step both envs call:
-    decode, projection, reward, utilization) timed in place: the same calls on the same actions
+    :func:`vec_rate` call) with ``dynamics._run`` (the compiled step both envs call through
+    ``step_one``/``step_batch`` once their arguments are checked: decode, projection, reward,
+    utilization) timed in place: the same calls on the same actions
     and arrivals, so ``step - kernel`` is the Python around them (checks, observation, info,
     wrappers). The timer's own cost is taken off both figures. Both are means
     over the whole run (``run`` measures one chunk), so they compare; the kernel's mean includes
     ``run``'s one untimed warm-up step."""
     from schedgym.envs.gain_overhead import dynamics
 
-    with _CallTimer(dynamics, ("step_batch",)) as timer:
+    with _CallTimer(dynamics, ("_run",)) as timer:
         step_rate = run()[1]
     return (1e6 / step_rate - 1e6 * timer.overhead / per_call,
             1e6 * timer.per_call / per_call)
@@ -328,7 +329,7 @@ def throughput(steps: int) -> None:
           f"{'kernel':>7s} {'rest':>7s}")
     for label, (step_us, kernel_us) in split.items():
         print(f"{label:50s} {step_us:7.1f} {kernel_us:7.1f} {step_us - kernel_us:7.1f}")
-    print("(kernel: dynamics.step_batch, the compiled decode + projection + reward + "
+    print("(kernel: dynamics._run, the compiled decode + projection + reward + "
           "utilization; rest: everything else of a step; the timer's own cost taken off both)")
     print("x CartPole: each figure against CartPole chunks interleaved with its own chunks "
           "(fastest chunk of each); CartPole's row: its own run")

@@ -17,8 +17,9 @@ Usage (an empty numba cache, so that everything compiles)::
 Workloads: ``dw-env`` (DeadlineWelfare-v0 ``gym.make``, reset, a step), ``dw`` (that, then
 OnSocMax and the three baselines, then the native vector env: the first process of
 ``bench_deadline_welfare.first_call_seconds``), ``fs`` (FluctuatingSpeed-v0, ESDP, HAUF, LCF,
-LWTF, the oracle, the native vector env), ``go`` (GainOverhead-v0, OgaSched and its four
-baselines, the native vector env). ``--utility`` sets DeadlineWelfare's family.
+LWTF, the oracle, the native vector env), ``go-env`` (GainOverhead-v0 ``gym.make``, reset, a
+step), ``go`` (that, then OgaSched, its four baselines and myopic-opt, then the native vector
+env). ``--utility`` sets DeadlineWelfare's family.
 """
 
 from __future__ import annotations
@@ -66,15 +67,15 @@ def workload(name: str, utility: str) -> None:
     import schedgym  # noqa: F401
     from schedgym import agents
 
-    env_id = {"fs": "schedgym/FluctuatingSpeed-v0", "go": "schedgym/GainOverhead-v0"}.get(
-        name, "schedgym/DeadlineWelfare-v0")
-    kw = {} if name in ("fs", "go") else {"utility": utility}
+    env_id = {"fs": "schedgym/FluctuatingSpeed-v0", "go": "schedgym/GainOverhead-v0",
+              "go-env": "schedgym/GainOverhead-v0"}.get(name, "schedgym/DeadlineWelfare-v0")
+    kw = {} if name in ("fs", "go", "go-env") else {"utility": utility}
     env = gym.make(env_id, **kw)
     env.reset(seed=0)
     env.step(env.action_space.sample())
-    names = {"dw": ["onsocmax", "max-first", "equal-share", "jsq"], "dw-env": [],
+    names = {"dw": ["onsocmax", "max-first", "equal-share", "jsq"], "dw-env": [], "go-env": [],
              "fs": ["esdp", "hauf", "lcf", "lwtf", "oracle"],
-             "go": ["ogasched", "drf", "fairness", "binpacking", "spreading"]}[name]
+             "go": ["ogasched", "drf", "fairness", "binpacking", "spreading", "myopic-opt"]}[name]
     for n in names:
         ag = agents.make(n, env)
         obs, _ = env.reset(seed=0)
@@ -87,7 +88,7 @@ def workload(name: str, utility: str) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("workload", choices=["dw-env", "dw", "fs", "go"])
+    p.add_argument("workload", choices=["dw-env", "dw", "fs", "go-env", "go"])
     p.add_argument("--utility", default="linear")
     p.add_argument("--top", type=int, default=30, help="kernels listed")
     p.add_argument("--tree", type=float, default=None, help="print the call tree of compiles "

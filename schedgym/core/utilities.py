@@ -87,10 +87,11 @@ def map_flat_into(derivative: bool, codes: np.ndarray, alpha: np.ndarray, y: np.
     """``out[i] = f'(y[i])`` (``derivative``) or ``f(y[i])`` of every entry of the flat arrays
     ``codes``, ``alpha``, ``y``, ``out`` (one length) by :func:`derivative_one` /
     :func:`value_one`. When every entry is linear the loop is ``alpha`` / ``alpha * y`` without
-    the per-entry family dispatch, so that it vectorises (the same values); that test is ``min
-    == max == LINEAR`` over the int8 codes (two passes that vectorise 32 codes wide, where a
-    count in a 64-bit integer went 4 wide)."""
-    if codes.size == 0 or (codes.min() == LINEAR and codes.max() == LINEAR):
+    the per-entry family dispatch, so that it vectorises (the same values)."""
+    linear = True
+    for i in range(codes.size):
+        linear &= codes[i] == LINEAR
+    if linear:
         for i in range(y.size):
             out[i] = alpha[i] if derivative else alpha[i] * y[i]
         return
@@ -106,7 +107,8 @@ def _apply(derivative: bool, codes: np.ndarray | int, alpha: np.ndarray, y: np.n
     c, a, v = np.broadcast_arrays(np.asarray(codes, dtype=np.int8),
                                   np.asarray(alpha, dtype=np.float64),
                                   np.asarray(y, dtype=np.float64))
-    out = map_flat(derivative, c.ravel(), a.ravel(), v.ravel(), float(s))
+    # copies: broadcast views are read-only, and numba compiles a second kernel for those
+    out = map_flat(derivative, c.ravel().copy(), a.ravel().copy(), v.ravel().copy(), float(s))
     return out.reshape(v.shape)
 
 
@@ -126,5 +128,13 @@ def derivative(codes: np.ndarray | int, alpha: np.ndarray, y: np.ndarray,
 def slope_at_zero(
     codes: np.ndarray, alpha: np.ndarray, reciprocal_scale: float = 1.0
 ) -> np.ndarray:
-    """``varpi = f'(0)``, the bound on the derivative used by the regret theorem."""
-    return derivative(codes, alpha, np.zeros(np.shape(alpha)), reciprocal_scale)
+    """``varpi = f'(0)``, the bound on the derivative used by the regret theorem (the table
+    above at ``y = 0``; in numpy: an instance's setup needs no compiled kernel)."""
+    c = np.asarray(codes)
+    a = np.asarray(alpha, dtype=np.float64)
+    s = float(reciprocal_scale)
+    with np.errstate(divide="ignore", over="ignore"):
+        recip = 1.0 / (s * a) ** 2
+    out = np.select([c == LINEAR, c == LOG, c == RECIPROCAL, c == POLY],
+                    [a, a, recip, a / 2.0], 0.0)
+    return np.asarray(out, dtype=np.float64)

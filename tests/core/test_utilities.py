@@ -86,3 +86,14 @@ def test_family_codes_roundtrip_and_unknown_name():
     assert [U.FAMILIES[c] for c in U.family_codes(names).ravel()] == list(names.ravel())
     with pytest.raises(ValueError, match="utility='cubic'.*linear"):
         U.family_codes(np.array(["linear", "cubic"]))
+
+
+@pytest.mark.parametrize("s", [1.0, 3.0, 0.37])
+def test_slope_at_zero_has_the_bits_of_the_compiled_derivative_at_zero(s):
+    """``slope_at_zero`` (numpy) and ``derivative(., 0)`` (the compiled kernel) agree bit for
+    bit on every family, so an instance's ``varpi`` is the kernels' ``f'(0)``."""
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 4, (40, 6)).astype(np.int8)
+    alpha = rng.uniform(1e-3, 5.0, (40, 6))
+    want = U.derivative(codes, alpha, np.zeros_like(alpha), s)
+    assert U.slope_at_zero(codes, alpha, s).tobytes() == want.tobytes()

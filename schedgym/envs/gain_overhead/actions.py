@@ -139,7 +139,7 @@ def decode(inst: GainOverheadInstance, mode: str, action: np.ndarray,
     types that may receive anything (``None``: all); the env passes the observed arrivals in
     the learnable modes under the revealed protocol (see the module docstring)."""
     a = np.asarray(action, dtype=np.float64)
-    if mode == "allocation":  # the env's compiled map (the same bits as its fused step)
+    if mode == "allocation":  # the compiled map of the env's step (the same bits)
         caps = inst.edge_caps
         z = np.empty(caps.shape)
         dynamics.clip_decode_unit(a, caps.reshape(-1), z.reshape(-1))

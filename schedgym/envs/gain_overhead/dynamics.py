@@ -1,22 +1,26 @@
-"""Pure functions of GainOverhead-v0: reward, supergradient, projection, feasibility.
+"""Pure functions of GainOverhead-v0: reward, supergradient, projection, feasibility, step.
 
-Shared by the environment, the OgaSched agent, the offline solver and the tests. An allocation
-``y`` is a float64 array ``(E, K)`` in resource units, rows in the instance's edge order. Arrivals
-``x`` are ``(L,)`` (0/1 per slot, or arrival *counts* over a horizon: the reward is linear in x).
+Shared by the environment, the vector env, the OgaSched agent, the offline solver and the tests.
+An allocation ``y`` is a float64 array ``(E, K)`` in resource units, rows in the instance's edge
+order. Arrivals ``x`` are ``(L,)`` (0/1 per slot, or arrival *counts* over a horizon: the reward
+is linear in x). :mod:`.reference` states the same step in plain numpy; the tests hold these
+kernels to it.
 
 Reward (spec ogasched §1.6, the separable "nice setup")::
 
     q(x, y) = sum_l x_l [ sum_k sum_{r in R_l} f_r^k(y_(l,r)^k)  -  max_k beta_k Y_l^k ]
     Y_l^k   = sum_{r in R_l} y_(l,r)^k
 
-The formulas live once, in numba kernels (``cache=True``; the first call in a fresh install
-compiles them, about a second each, later processes load them from ``__pycache__``): the
-projection of every (instance, resource) group (:func:`project_grouped`), the reward
-(:func:`reward_parts`, one pass over the channels, :func:`_score_pair`), the supergradient
-(:func:`supergradient`), and :func:`step_batch`, the step of the env and of the vector env in
-one call: decode, projection, reward, utilization of every copy (one copy = a batch of one, so
-both give the same bits; :func:`score_batch` and :func:`score_action` are its pre-decoded and
-single-copy forms).
+The compiled kernels (numba, ``cache=True``): the projection (:func:`_project_blocks`, the
+(instance, resource) groups laid out as the blocks of the instance's projection plan, one
+:func:`~schedgym.core.projection.project_block` per block), the reward (:func:`_score`), the
+supergradient (:func:`_supergradient_kernel`) and :func:`_step_rows`, the step of the env and of
+the vector env in one call: decode, projection, reward, utilization of every copy (one copy is a
+batch of one, so both give the same bits). Every sum runs in one fixed order with plain loops
+(no BLAS), so a step gives the same bits in every process on one machine.
+
+Every public function checks the shapes and dtypes of its arrays (:func:`_vector`) before a
+kernel runs: the kernels index without bounds checks.
 """
 
 from __future__ import annotations
@@ -29,19 +33,32 @@ import numba
 import numpy as np
 
 from schedgym.core.envbase import first_nonfinite_index
-from schedgym.core.pairwise import STACK, np_sum_with
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
-from schedgym.core.views import borrow_block, borrow_row
-from schedgym.envs.gain_overhead.lanes import decode_lanes, reward_lanes
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6
 
-#: A start index that numba types as int64, not as the literal 0 (a literal argument compiles
-#: a second specialisation of ``np_sum_with``).
-_ZERO: Any = np.int64(0)
+
+def _vector(name: str, arr: Any, shape: tuple[int, ...], dtypes: tuple[type, ...] = (np.float64,),
+            ) -> np.ndarray:
+    """``arr`` as a writable C-contiguous array of ``shape`` (its dtype if one of ``dtypes``,
+    else converted to the first), or a ``ValueError`` naming ``name``, the shape got and the
+    shape expected (a ``TypeError`` for an array that is not numeric). A read-only array is
+    copied: numba compiles a second specialisation for one."""
+    a = arr if isinstance(arr, np.ndarray) else np.asarray(arr)
+    if a.dtype not in dtypes:
+        if not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
+            raise TypeError(f"{name} has dtype {a.dtype}: must be a real numeric array")
+        if np.iscomplexobj(a):
+            raise TypeError(f"{name} has dtype {a.dtype}: must be real")
+        a = a.astype(dtypes[0])
+    if a.shape != shape:
+        raise ValueError(f"{name} has shape {a.shape}: must have shape {shape}")
+    if not (a.flags.c_contiguous and a.flags.writeable):
+        a = np.array(a, order="C")
+    return a
 
 
 @dataclass(frozen=True)
@@ -58,10 +75,11 @@ class RewardParts:
 
 def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     """``Y_l^k = sum_{r in R_l} y_(l,r)^k``, shape ``(L, K)``."""
-    return np.add.reduceat(y, inst.type_starts, axis=0)
+    yy = _vector("y", y, (inst.n_edges, inst.n_resources))
+    return np.add.reduceat(yy, inst.type_starts, axis=0)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
     """``(k*, max_k beta_k tot_k)`` (lowest k on ties) of one type's totals ``tot`` (K,)."""
     best_k, best = 0, -np.inf
@@ -73,155 +91,80 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
 
 
 @numba.njit(cache=True)
-def _column_sums(v: np.ndarray, n_cols: int, lo: int, hi: int, out: np.ndarray) -> None:
-    """``out[j] = sum_{i = lo}^{hi - 1} v[i * n_cols + j]`` for each column ``j`` of the flat
-    row-major ``v`` (``out``: ``(n_cols,)``), summed over the rows in order starting at 0.0:
-    ``Y^k`` of one type for the supergradient, in the order the reward pass
-    (:func:`_score_pair`) adds them. Four columns at a time as independent chains (then two,
-    then one); unsigned indices, so numba adds no negative-index wraparound select."""
-    j = 0
-    while j < n_cols:
-        w = min(n_cols - j, 4)
-        w = 2 if w == 3 else w
-        t0 = t1 = t2 = t3 = 0.0
-        q = lo * n_cols + j
-        if w == 4:
-            for _ in range(hi - lo):
-                t0 += v[np.uint64(q)]
-                t1 += v[np.uint64(q + 1)]
-                t2 += v[np.uint64(q + 2)]
-                t3 += v[np.uint64(q + 3)]
-                q += n_cols
-            out[j + 2], out[j + 3] = t2, t3
-        elif w == 2:
-            for _ in range(hi - lo):
-                t0 += v[np.uint64(q)]
-                t1 += v[np.uint64(q + 1)]
-                q += n_cols
-        else:
-            for _ in range(hi - lo):
-                t0 += v[np.uint64(q)]
-                q += n_cols
-        out[j] = t0
-        if w > 1:
-            out[j + 1] = t1
-        j += w
+def _score(lin: bool, two: bool, v: np.ndarray, f: np.ndarray, z: np.ndarray, y: np.ndarray,
+           x: np.ndarray, c0: int, parts: np.ndarray, edge_start: np.ndarray,
+           type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
+           ) -> tuple[float, float, float, float, float, float]:
+    """The one reward formula, for copy ``c0`` and, with ``two``, copy ``c0 + 1`` in the same
+    pass (each copy's sums stay its own: the same bits as alone; the second copy's chain of
+    distance additions runs beside the first's instead of after it).
 
+    Copy ``j`` (0 or 1) reads its allocation from row ``j`` of ``v`` ``(2, E K)``: channel
+    ``e``'s ``K`` resources at ``edge_start[e] + k`` (the projection's block buffer, or ``y``
+    itself with ``edge_start = e K``), and copies it row-major to row ``c0 + j`` of ``y``
+    ``(n, E K)``. Row ``j`` of ``f`` (``v``'s layout) holds the utilities' values ``f(v)``,
+    or with ``lin`` (every utility linear) ``alpha``, and the gain of an entry is then
+    ``alpha * v``; row ``j`` of ``z`` is the point before the projection (``v``'s layout);
+    row ``c0 + j`` of ``x`` ``(n, L)`` the arrivals; ``parts[j]`` ``(3, L)`` gets the per-type
+    gain, penalty and ``k*`` (as a float); ``tot`` ``(2, K)``: scratch. Returns ``(gain,
+    penalty, sum of (v - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``).
 
-#: The number of resources ``K`` compiled as a constant into copies of the step's K-dependent
-#: pieces (:func:`_score_pair`, :func:`_step_rows`): the default and largest generated
-#: ``n_resources``, every shipped scenario's.
-STATIC_K = 6
-
-
-@numba.njit(cache=True, inline="always")
-def _channel_lanes(lin: bool | None, v: np.ndarray, f: np.ndarray, z: np.ndarray,
-                   y: np.ndarray, tot: np.ndarray, p: np.uint64, q: np.uint64, n_res: int, d: float,
-                   eg: float) -> tuple[float, float]:
-    """One channel's ``n_res`` entries of the reward pass (``v``, ``f``, ``z`` at the block run
-    ``p``, ``y`` row-major at ``q``) in chunks of 4, 2 and 1 entries
-    (:func:`.lanes.reward_lanes`); returns the running distance and the channel's gain. With
-    ``n_res`` a literal the chunks are straight code."""
-    k = 0
-    while k + 4 <= n_res:
-        d, eg = reward_lanes(4, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
-                             eg)
-        k += 4
-    if k + 2 <= n_res:
-        d, eg = reward_lanes(2, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
-                             eg)
-        k += 2
-    if k < n_res:
-        d, eg = reward_lanes(1, lin, v, f, z, y, tot, p + np.uint64(k), q + np.uint64(k), k, d,
-                             eg)
-    return d, eg
-
-
-@numba.njit(cache=True, inline="always")
-def _score_pass(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
-                y0: np.ndarray, x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray,
-                z1: np.ndarray, y1: np.ndarray, x1: np.ndarray, p1: np.ndarray,
-                edge_start: np.ndarray, type_starts: np.ndarray, beta: np.ndarray,
-                tot: np.ndarray, n_res: int) -> tuple[float, float, float, float, float, float]:
-    """:func:`_score_pair`'s pass, ``n_res = K`` (a literal or not)."""
-    n_types, n_edges = type_starts.size, edge_start.size
-    tot0, tot1 = tot[0], tot[1]
-    g0 = pen0 = d0 = g1 = pen1 = d1 = 0.0
+    Every sum runs in one fixed order from 0.0: a channel's gain over ``k``, a type's gain
+    over its channels, ``Y_l^k`` over the type's channels, the squared distance over the
+    entries in row-major ``(e, k)`` order, gain and penalty over the types."""
+    n_types, n_edges, n_res = type_starts.size, edge_start.size, beta.size
+    c1 = c0 + 1 if two else c0
+    gain0 = penalty0 = dist0 = gain1 = penalty1 = dist1 = 0.0
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
         for k in range(n_res):
-            tot0[k] = 0.0
-            tot1[k] = 0.0
-        tg0 = tg1 = 0.0
+            tot[0, k] = 0.0
+            tot[1, k] = 0.0
+        type_gain0 = type_gain1 = 0.0
         for e in range(lo, hi):
-            p, q = np.uint64(edge_start[np.uint64(e)]), np.uint64(e * n_res)
-            d0, eg0 = _channel_lanes(lin, v0, f0, z0, y0, tot0, p, q, n_res, d0, 0.0)
-            tg0 += eg0
-            if two:  # with linear utilities f1 is f0 (alpha)
-                d1, eg1 = _channel_lanes(lin, v1, f0 if lin is not None else f1, z1, y1, tot1,
-                                         p, q, n_res, d1, 0.0)
-                tg1 += eg1
-        k0, pn0 = _argmax_weighted(tot0, beta)
-        p0[0, l], p0[1, l], p0[2, l] = tg0, pn0, k0
-        g0 += x0[l] * tg0
-        pen0 += x0[l] * pn0
+            p, q = edge_start[e], e * n_res
+            channel_gain0 = channel_gain1 = 0.0
+            for k in range(n_res):
+                val = v[0, p + k]
+                y[c0, q + k] = val
+                tot[0, k] += val
+                diff = val - z[0, p + k]
+                dist0 += diff * diff
+                channel_gain0 += f[0, p + k] * val if lin else f[0, p + k]
+                if two:
+                    val = v[1, p + k]
+                    y[c1, q + k] = val
+                    tot[1, k] += val
+                    diff = val - z[1, p + k]
+                    dist1 += diff * diff
+                    channel_gain1 += f[1, p + k] * val if lin else f[1, p + k]
+            type_gain0 += channel_gain0
+            type_gain1 += channel_gain1
+        k_star, type_penalty = _argmax_weighted(tot[0], beta)
+        parts[0, 0, l], parts[0, 1, l], parts[0, 2, l] = type_gain0, type_penalty, k_star
+        gain0 += x[c0, l] * type_gain0
+        penalty0 += x[c0, l] * type_penalty
         if two:
-            k1, pn1 = _argmax_weighted(tot1, beta)
-            p1[0, l], p1[1, l], p1[2, l] = tg1, pn1, k1
-            g1 += x1[l] * tg1
-            pen1 += x1[l] * pn1
-    return g0, pen0, d0, g1, pen1, d1
-
-
-@numba.njit(cache=True)
-def _score_pair(two: bool, lin: bool | None, v0: np.ndarray, f0: np.ndarray, z0: np.ndarray,
-                y0: np.ndarray, x0: np.ndarray, p0: np.ndarray, v1: np.ndarray, f1: np.ndarray,
-                z1: np.ndarray, y1: np.ndarray, x1: np.ndarray, p1: np.ndarray,
-                edge_start: np.ndarray, type_starts: np.ndarray, beta: np.ndarray,
-                tot: np.ndarray) -> tuple[float, float, float, float, float, float]:
-    """The one reward formula, for one copy or two (``two``) in one pass: copy ``c``'s
-    allocation is read from ``v_c`` (flat, channel ``e``'s ``K`` resources at ``edge_start[e] +
-    k``: the projection's block buffer, or ``y`` itself with ``edge_start = e K``), with its
-    utilities ``f_c = f(v_c)`` in the same layout (:func:`~schedgym.core.utilities.map_flat`;
-    with ``lin`` ``True`` (not ``None``), every utility linear, ``f_c`` is ``alpha`` in that
-    layout and the pass takes ``alpha * v``, the same product, reading ``f_0`` for both
-    copies; numba compiles the pass for each, without the test in the loop), and copied to
-    ``y_c`` ``(E K,)`` row-major; ``x_c`` ``(L,)`` are its arrivals, ``p_c`` ``(3, L)`` gets
-    the per-type gain, penalty and ``k*`` (as a float); ``z_c`` ``(E K,)`` is the point before
-    the projection, in ``v_c``'s layout. Returns
-    ``(gain, penalty, sum of (y - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``;
-    the copy-1 arguments are then ignored). ``tot``: ``(2, K)`` scratch.
-
-    Every sum runs in one fixed order from 0.0: a channel's gain ``sum_k f(y)`` over ``k``, a
-    type's gain over its channels, ``Y_l^k`` over the type's channels, the squared distance
-    over the entries in row-major ``(e, k)`` order, gain and penalty over the types. The
-    distance's sum is one chain of dependent additions (a few cycles each); the second copy's
-    chain runs beside the first's, and the other work of the pass fills the wait.
-
-    A channel's entries are handled in vector chunks (:mod:`.lanes`: the same operations in
-    the same order, so the same bits). For ``K = STATIC_K`` a copy of the pass compiled with
-    ``K`` as a constant runs (the chunks of a channel then straight code, no loop or test),
-    else one with ``K`` a variable."""
-    if beta.size == STATIC_K:
-        return _score_pass(two, lin, v0, f0, z0, y0, x0, p0, v1, f1, z1, y1, x1, p1, edge_start,
-                           type_starts, beta, tot, STATIC_K)
-    return _score_pass(two, lin, v0, f0, z0, y0, x0, p0, v1, f1, z1, y1, x1, p1, edge_start,
-                       type_starts, beta, tot, beta.size)
+            k_star, type_penalty = _argmax_weighted(tot[1], beta)
+            parts[1, 0, l], parts[1, 1, l], parts[1, 2, l] = type_gain1, type_penalty, k_star
+            gain1 += x[c1, l] * type_gain1
+            penalty1 += x[c1, l] * type_penalty
+    return gain0, penalty0, dist0, gain1, penalty1, dist1
 
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
     k = inst.kernel_arrays
-    yf = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+    xx = _vector("x", x, (inst.n_types,))
+    yf = _vector("y", y, (inst.n_edges, inst.n_resources)).reshape(-1)
     f = map_flat(False, k.codes.reshape(-1), k.alpha.reshape(-1), yf, k.reciprocal_scale)
-    parts = np.empty((3, inst.n_types))
-    gain, penalty, *_ = _score_pair(
-        False, None, yf, f, yf, np.empty(yf.size), np.ascontiguousarray(x, dtype=np.float64),
-        parts, yf, f, yf, yf, parts[0], parts, np.arange(inst.n_edges) * inst.n_resources,
-        k.type_starts, k.beta, np.empty((2, inst.n_resources)))
-    return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
-                       parts[2].astype(np.int64))
+    parts = np.empty((2, 3, inst.n_types))
+    gain, penalty, *_ = _score(False, False, yf[None], f[None], yf[None], np.empty((1, yf.size)),
+                               xx[None], 0, parts, np.arange(inst.n_edges) * inst.n_resources,
+                               k.type_starts, k.beta, np.empty((2, inst.n_resources)))
+    return RewardParts(gain - penalty, gain, penalty, parts[0, 0], parts[0, 1],
+                       parts[0, 2].astype(np.int64))
 
 
 def reward(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> float:
@@ -236,25 +179,25 @@ def _supergradient_kernel(x: np.ndarray, y: np.ndarray, codes: np.ndarray, alpha
     """The supergradient ``g`` (E, K) at ``y`` (C-contiguous), or with ``ascend`` the ascent
     point ``y + eta * g`` (OgaSched's step before the projection).
 
-    Per type: ``k*`` from the totals ``Y^k`` (:func:`_column_sums`, as the reward), ``beta_k*``
-    taken off the derivative of the ``k*`` entries, then one flat pass over the type's entries
-    (``d * x_l``, and ``y + eta * (d * x_l)``) that vectorises."""
+    Per type: ``k*`` from the totals ``Y^k`` (summed over the type's channels in order from
+    0.0, as the reward does), ``beta_k*`` taken off the derivative of the ``k*`` entries, then
+    ``d * x_l`` (and ``y + eta * (d * x_l)``) over the type's entries."""
     n_types, (n_edges, n_res) = type_starts.size, y.shape
     yf, tot = y.reshape(-1), np.empty(n_res)
     g = map_flat(True, codes.reshape(-1), alpha.reshape(-1), yf, s)  # f'(y), then g in place
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
-        _column_sums(yf, n_res, lo, hi, tot)
+        for k in range(n_res):
+            tot[k] = 0.0
+        for e in range(lo, hi):
+            for k in range(n_res):
+                tot[k] += yf[e * n_res + k]
         ks, xl = _argmax_weighted(tot, beta)[0], x[l]
         for e in range(lo, hi):
-            g[np.uint64(e * n_res + ks)] -= beta[ks]
-        if ascend:
-            for p in range(lo * n_res, hi * n_res):
-                g[np.uint64(p)] = yf[np.uint64(p)] + eta * (g[np.uint64(p)] * xl)
-        else:
-            for p in range(lo * n_res, hi * n_res):
-                g[np.uint64(p)] *= xl
+            g[e * n_res + ks] -= beta[ks]
+        for p in range(lo * n_res, hi * n_res):
+            g[p] = yf[p] + eta * (g[p] * xl) if ascend else g[p] * xl
     return g.reshape((n_edges, n_res))
 
 
@@ -266,95 +209,59 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
     """
     k = inst.kernel_arrays
     return _supergradient_kernel(
-        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), k.codes,
-        k.alpha, k.reciprocal_scale, k.type_starts, k.beta, 0.0, False)
+        _vector("x", x, (inst.n_types,)), _vector("y", y, (inst.n_edges, inst.n_resources)),
+        k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, 0.0, False)
 
 
 @numba.njit(cache=True, inline="always")
-def _move_runs(src: np.ndarray, dst: np.ndarray, starts: np.ndarray, width: int) -> None:
-    """``dst[starts[e] + k] = src[e * width + k]`` for every run ``e`` and ``k < width``, a
-    run of ``width = K`` contiguous entries on both sides: the move of a row-major ``(E, K)``
-    allocation into the plan's block buffer (``starts`` = its ``edge_start``, a run per
-    channel), and of the block columns' loads to the instances' rows of ``(R, K)`` (``starts``
-    = ``plan.groups[::K]``, a run per instance; :func:`_spread_load`). Each run is moved in
-    chunks of 4, 2 and 1 entries, every chunk's loads before its stores, so that LLVM packs a
-    chunk into one vector load and store (loads and stores interleaved could not be reordered:
-    numba's arrays may alias)."""
-    fours, rest = width - width % 4, width % 4
-    for e in range(starts.size):
-        p, q = np.uint64(starts[e]), np.uint64(e * width)
-        if fours:  # the first chunk of 4 outside the loop: no loop for K < 8
-            a0, a1, a2, a3 = src[q], src[q + np.uint64(1)], src[q + np.uint64(2)], src[
-                q + np.uint64(3)]
-            dst[p], dst[p + np.uint64(1)], dst[p + np.uint64(2)], dst[p + np.uint64(3)] = (
-                a0, a1, a2, a3)
-        for k in range(4, fours, 4):
-            i, j = q + np.uint64(k), p + np.uint64(k)
-            a0, a1, a2, a3 = src[i], src[i + np.uint64(1)], src[i + np.uint64(2)], src[
-                i + np.uint64(3)]
-            dst[j], dst[j + np.uint64(1)], dst[j + np.uint64(2)], dst[j + np.uint64(3)] = (
-                a0, a1, a2, a3)
-        i, j = q + np.uint64(fours), p + np.uint64(fours)
-        if rest >= 2:
-            a0, a1 = src[i], src[i + np.uint64(1)]
-            dst[j], dst[j + np.uint64(1)] = a0, a1
-            i, j = i + np.uint64(2), j + np.uint64(2)
-        if rest % 2:
-            dst[j] = src[i]
-
-
-@numba.njit(cache=True)
 def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
                     work: np.ndarray) -> None:
     """Exact projection of the block buffer ``zb`` ``(E K,)`` into ``vb``, block by block
     (:func:`~schedgym.core.projection.project_block`: the groups of the instances with ``n``
     channels are the columns of one ``(n, G_n)`` block, ``G_n`` = their number times ``K =
     n_res``); ``lb`` ``(sum_n G_n,)`` gets the loads of the block columns; ``work``: scratch of
-    ``WORK_ROWS`` times the largest block's columns. The blocks are borrowed views
-    (:mod:`schedgym.core.views`: no atomic reference counts)."""
+    ``WORK_ROWS`` times the largest block's columns."""
     per_size, caps, capacity = plan[2], plan[3], plan[4]
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
         if n_groups == 0:
             continue
-        project_block(borrow_block(zb, at, n, n_groups), borrow_block(caps, at, n, n_groups),
-                      borrow_block(capacity, at_g, 1, n_groups)[0],
-                      borrow_block(vb, at, n, n_groups), borrow_block(lb, at_g, 1, n_groups)[0],
-                      borrow_block(work, 0, WORK_ROWS, n_groups))
-        at, at_g = at + n * n_groups, at_g + n_groups
+        end, end_g = at + n * n_groups, at_g + n_groups
+        project_block(zb[at:end].reshape((n, n_groups)), caps[at:end].reshape((n, n_groups)),
+                      capacity[at_g:end_g], vb[at:end].reshape((n, n_groups)), lb[at_g:end_g],
+                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
+        at, at_g = end, end_g
 
 
 @numba.njit(cache=True, inline="always")
-def _spread_load(lb: np.ndarray, starts: np.ndarray, lf: np.ndarray, width: int) -> None:
-    """``lf`` ``(R K,)`` = the load of every (instance, resource): the block columns' loads
-    ``lb``, ``K = width`` per instance, moved to each instance's ``starts`` (``plan.groups[::K]``,
-    :func:`_move_runs`), 0 for instances without channels."""
-    if starts.size * width < lf.size:
-        for q in range(lf.size):
-            lf[q] = 0.0
-    _move_runs(lb, lf, starts, width)
+def _spread_load(lb: np.ndarray, groups: np.ndarray, load: np.ndarray) -> None:
+    """``load`` ``(R K,)`` = the load of every (instance, resource): the block columns' loads
+    ``lb`` moved to their groups' flat indices ``groups`` (``plan.groups``), 0 for instances
+    without channels."""
+    for q in range(load.size):
+        load[q] = 0.0
+    for j in range(groups.size):
+        load[groups[j]] = lb[j]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
     ``plan``: the instance's :class:`~.types.ProjectionPlan` as a tuple of its writable copies
-    (``kernel_arrays.plan``: with the read-only originals numba would compile the whole solver a
-    second time). ``z`` is moved into the plan's block buffer (the groups of the instances with
-    ``n`` channels are the columns of one ``(n, G_n)`` block), projected block by block, and
-    moved back."""
-    n_res, size, n_cols = z.shape[1], plan[0].size, plan[4].size
-    buf = np.empty(2 * size + (1 + WORK_ROWS) * n_cols)
-    zb, vb = buf[:size], buf[size:2 * size]
-    lb, work = buf[2 * size:2 * size + n_cols], buf[2 * size + n_cols:]
-    _move_runs(z.reshape(-1), zb, plan[5], n_res)
-    _project_blocks(zb, plan, n_res, vb, lb, work)
-    yf, entries = y.reshape(-1), plan[0]
-    for p in range(size):  # the move back
-        yf[np.uint64(entries[p])] = vb[p]
-    _spread_load(lb, plan[1][::n_res].copy(), load.reshape(-1), n_res)
+    (``kernel_arrays.plan``). ``z`` is gathered into the plan's block buffer, projected block by
+    block, and scattered back."""
+    entries, n_cols = plan[0], plan[4].size
+    size = entries.size
+    zf, yf = z.reshape(-1), y.reshape(-1)
+    zb, vb, lb = np.empty(size), np.empty(size), np.empty(n_cols)
+    for p in range(size):
+        zb[p] = zf[entries[p]]
+    _project_blocks(zb, plan, z.shape[1], vb, lb, np.empty(WORK_ROWS * n_cols))
+    for p in range(size):
+        yf[entries[p]] = vb[p]
+    _spread_load(lb, plan[1], load.reshape(-1))
 
 
 def project_grouped(
@@ -364,12 +271,12 @@ def project_grouped(
     the per-instance usage ``sum_{l in L_r} y``. See :func:`project`."""
     shape = (inst.n_edges, inst.n_resources)
     if method == "exact":
+        zz = _vector("z", z, shape)
         y, load = np.empty(shape), np.empty((inst.n_instances, inst.n_resources))
-        zz = np.ascontiguousarray(z, dtype=np.float64).reshape(shape)
         _project_slots(zz, inst.kernel_arrays.plan, y, load)
         return y, load
     if method == "paper":
-        zt = np.asarray(z, dtype=np.float64).ravel()[inst.group_gather]
+        zt = _vector("z", z, shape).ravel()[inst.group_gather]
         v, _ = project_paper(zt.T, inst.group_caps.T, inst.capacities.ravel())
         y = v.T.ravel()[inst.group_scatter].reshape(shape)
         return y, instance_load(inst, y)
@@ -402,14 +309,23 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
     exact projection, in one compiled call; ``y`` ``(E, K)``, ``eta`` > 0."""
     k = inst.kernel_arrays
     return _ascent_kernel(
-        np.asarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), float(eta),
-        k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, k.plan, inst.n_instances)
+        _vector("x", x, (inst.n_types,)), _vector("y", y, (inst.n_edges, inst.n_resources)),
+        float(eta), k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, k.plan,
+        inst.n_instances)
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """``np.isfinite(a).all()`` of a float array without numpy's boolean temporary."""
+    arr = np.asarray(a)
+    if arr.dtype.kind != "f":
+        raise TypeError(f"a has dtype {arr.dtype}: must be a float array")
+    return bool(_all_finite(np.ascontiguousarray(arr)))
 
 
 @numba.njit(cache=True)
-def all_finite(a: np.ndarray) -> bool:
-    """``np.isfinite(a).all()`` of a C-contiguous array without numpy's boolean temporary, in
-    a branch-free pass that vectorises (``v - v`` is 0 for a finite ``v``, NaN for NaN/inf)."""
+def _all_finite(a: np.ndarray) -> bool:
+    """:func:`all_finite` of a C-contiguous array (``v - v`` is 0 for a finite ``v``, NaN for
+    NaN/inf)."""
     flat = a.reshape(a.size)
     ok = True
     for i in range(flat.size):
@@ -418,7 +334,7 @@ def all_finite(a: np.ndarray) -> bool:
     return ok
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _clip_amount(a: np.ndarray) -> float:
     """``max |clip(a, -1, 1) - a|`` over the flat array ``a``, or NaN when an entry is NaN or
     infinite."""
@@ -430,44 +346,37 @@ def _clip_amount(a: np.ndarray) -> float:
     return moved
 
 
-@numba.njit(cache=True, inline="always")
-def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
-    """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (flat arrays of one length: the
-    ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``, by
-    :func:`.lanes.decode_lanes`); returns the clip amount ``max |clip(a) - a|`` (0 for an action
+@numba.njit(cache=True)
+def _decode(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
+    """The ``"allocation"`` mode's decode ``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise
+    (flat arrays of one length). Returns the clip amount ``max |clip(a) - a|`` (0 for an action
     inside the box), or NaN when an entry of ``a`` is NaN or infinite (then ``z`` is garbage).
-    A NaN/inf entry never equals its clipped value, so the finite check costs nothing for an
-    action inside the box: it runs in the clip amount's pass, which only an action with a
-    clipped entry needs."""
-    outside, i = 0, 0
-    while i + 4 <= a.size:
-        outside += decode_lanes(4, a, i, upper, i, z)
-        i += 4
-    for j in range(i, a.size):
-        outside += decode_lanes(1, a, j, upper, j, z)
+    A NaN/inf entry never equals its clipped value, so only an action with a clipped entry
+    needs the clip amount's pass, which also finds NaN/inf."""
+    outside = False
+    for i in range(a.size):
+        v = a[i]
+        w = min(max(v, -1.0), 1.0)
+        outside |= w != v
+        z[i] = 0.5 * (w + 1.0) * upper[i]
     return _clip_amount(a) if outside else 0.0
 
 
-@numba.njit(cache=True, inline="always")
-def _decode_runs(a: np.ndarray, upper: np.ndarray, z: np.ndarray, starts: np.ndarray,
-                 width: int) -> float:
-    """:func:`clip_decode_unit` of the row-major action ``a`` ``(E K,)`` straight into the plan's
-    block layout: ``z[starts[e] + k]`` gets entry ``e K + k``, ``upper`` is in the block layout
-    too (``plan.caps``), a run of ``width = K`` entries per channel in chunks of 4, 2 and 1
-    (straight code for a literal ``width``)."""
-    outside = 0
-    for e in range(starts.size):
-        p, q = np.uint64(starts[e]), np.uint64(e * width)
-        k = 0
-        while k + 4 <= width:
-            outside += decode_lanes(4, a, q + np.uint64(k), upper, p + np.uint64(k), z)
-            k += 4
-        if k + 2 <= width:
-            outside += decode_lanes(2, a, q + np.uint64(k), upper, p + np.uint64(k), z)
-            k += 2
-        if k < width:
-            outside += decode_lanes(1, a, q + np.uint64(k), upper, p + np.uint64(k), z)
-    return _clip_amount(a) if outside else 0.0
+def clip_decode_unit(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
+    """``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise (float64 arrays of one length
+    ``n``: the ``"allocation"`` mode's map from the action box to ``[0, a_l^k]``); returns the
+    clip amount ``max |clip(a) - a|`` (0 for an action inside the box), or NaN when an entry of
+    ``a`` is NaN or infinite (then ``z`` is garbage). ``z`` must be a writable C-contiguous
+    float64 array (it is written in place)."""
+    n = np.size(upper)
+    aa = _vector("a", a, (n,), (np.float64,))
+    uu = _vector("upper", upper, (n,))
+    if not (isinstance(z, np.ndarray) and z.dtype == np.float64 and z.shape == (n,)
+            and z.flags.c_contiguous and z.flags.writeable):
+        got = z.shape if isinstance(z, np.ndarray) else type(z).__name__
+        raise ValueError(f"z has shape {got}: must be a writable C-contiguous float64 array "
+                         f"of shape ({n},)")
+    return float(_decode(aa, uu, z))
 
 
 @dataclass(frozen=True)
@@ -489,151 +398,142 @@ class BatchOutcome:
 
 
 @numba.njit(cache=True, inline="always")
-def _utilization(lb: np.ndarray, starts: np.ndarray, width: int, inv_cap: np.ndarray,
-                 util: np.ndarray, util32: np.ndarray, index: np.ndarray, values: np.ndarray
-                 ) -> float:
+def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: np.ndarray,
+                 util32: np.ndarray) -> None:
     """``util`` ``(R K,)`` = ``min(load / capacity, 1)`` from the block columns' loads ``lb``
-    (:func:`_spread_load`: ``starts``, ``width = K``; 0 where the capacity is 0), ``util32``
-    the same as float32 (the observation's); returns ``np.add.reduce(util)`` with numpy's bits
-    (its pairwise order, from numpy's start value 0.0, which turns a ``-0.0`` total into
-    ``0.0``): the numerator of ``info["utilization"]``. ``index``, ``values``: the sum's
-    scratch stacks (:func:`~schedgym.core.pairwise.np_sum_with`)."""
-    _spread_load(lb, starts, util, width)
-    for i in range(util.size):  # flat loops that vectorise
-        util[i] = min(util[i] * inv_cap[i], 1.0)
+    (0 where the capacity is 0), ``util32`` the same as float32 (the observation's)."""
+    _spread_load(lb, groups, util)
     for i in range(util.size):
+        util[i] = min(util[i] * inv_cap[i], 1.0)
         util32[i] = util[i]
-    return 0.0 + np_sum_with(util, _ZERO, util.size, index, values)
-
-
-@numba.njit(cache=True, inline="always")
-def _into_blocks(decode: bool, row: np.ndarray, plan: tuple, z: np.ndarray, width: int
-                 ) -> float:
-    """A copy's row of ``a`` into the plan's block layout ``z``: decoded
-    (:func:`_decode_runs`; returns its clip amount, NaN for a NaN/inf entry) or, a target,
-    moved as it is (:func:`_move_runs`; returns 0.0). ``width = K``, a literal or not."""
-    if decode:
-        return _decode_runs(row, plan[3], z, plan[5], width)
-    _move_runs(row, z, plan[5], width)
-    return 0.0
 
 
 @numba.njit(cache=True)
-def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray, plan: tuple,
-               inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray,
-               lin: bool, s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-               util: np.ndarray, util32: np.ndarray, stats: np.ndarray, constant_k: bool = True
-               ) -> int:
-    """The step of ``n = rows.size`` copies; copy ``c`` acts with row ``rows[c]`` of ``a``. With
-    ``decode`` the rows are ``"allocation"``-mode actions (any values; float32 or float64),
-    clipped and decoded straight into the plan's block layout (:func:`_decode_runs`); without,
-    they are the targets ``(E K,)`` (float64, resource units), moved there (:func:`_move_runs`).
-    Each copy's target is projected onto Y (:func:`_project_blocks`)
-    and scored against ``x[c]`` (:func:`_score_pair`, two copies per pass); ``codes``, ``alpha``
-    ``(E K,)``: the utilities in the plan's block layout (``kernel_arrays.block_codes``,
-    ``block_alpha``); ``lin``: every utility is linear (the reward pass then multiplies by
-    ``alpha`` itself).
+def _decode_rows(a: np.ndarray, rows: np.ndarray, upper: np.ndarray, z: np.ndarray,
+                 clip: np.ndarray) -> int:
+    """:func:`_decode` of rows ``rows`` of the ``"allocation"``-mode actions ``a`` ``(M, E K)``
+    (float32 or float64; a float32 entry widens exactly) with the caps ``upper`` ``(E K,)`` into
+    the rows of ``z`` ``(len(rows), E K)``, their clip amounts into ``clip``. Returns -1, or
+    the first copy whose action has a NaN/inf entry (then the outputs are incomplete)."""
+    for c in range(rows.size):
+        clip[c] = _decode(a[rows[c]], upper, z[c])
+        if np.isnan(clip[c]):
+            return c
+    return -1
 
-    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``,
-    ``stats`` ``(n, 5)`` = (projection distance, gain, penalty, clip amount (0 without
-    ``decode``), utilization sum). Returns -1, or the first copy whose action has a NaN/inf
-    entry (then the outputs are incomplete). The one step formula of the env and the vector env:
-    one copy gives the same bits alone as in a batch.
 
-    With ``K = STATIC_K`` (and ``constant_k``; the tests turn it off to compare) the decode and
-    moves of a channel's or an instance's ``K`` entries and the reward pass run copies compiled
-    with ``K`` as a constant (then straight code), else copies with ``K`` a variable; with
-    utilities that are not all linear the pass is :func:`_score_pair` (compiled apart: two
-    inlined copies of each pass are enough for the compile time)."""
-    n, size, n_cols, n_res = rows.size, plan[0].size, plan[4].size, beta.size
-    static = constant_k & (n_res == STATIC_K)
-    # two of each per-copy buffer (the pair of copies scored together; one copy alone uses
-    # only the first), as separate arrays (fresh allocations, which LLVM knows alias nothing)
-    zs0, vb0, fb0, lb0 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
-    parts0 = np.empty((3, type_starts.size))
+@numba.njit(cache=True)
+def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
+               codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
+               type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
+               util32: np.ndarray, stats: np.ndarray) -> None:
+    """The step of ``n = rows.size`` copies; copy ``c`` plays the target ``a[rows[c]]`` ``(E
+    K,)`` (float64, resource units: a decoded action or a learnable mode's target). Each
+    copy's target is gathered into the plan's block layout, projected onto Y
+    (:func:`_project_blocks`) and scored against ``x[c]`` (:func:`_score`, two copies per
+    pass); ``codes``, ``alpha`` ``(E K,)``: the utilities in the plan's block layout
+    (``kernel_arrays.block_codes``, ``block_alpha``); ``lin``: every utility is linear (the
+    reward pass then multiplies by ``alpha`` itself).
+
+    Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``, and
+    ``stats[c, :3]`` = (projection distance, gain, penalty). One copy gives the same bits alone
+    as in a batch."""
+    n, n_res = rows.size, beta.size
+    entries, edge_start = plan[0], plan[5]
+    size, n_cols = entries.size, plan[4].size
+    # row j: the buffers of the j-th copy of a pair scored together
+    zb, vb, fb, lb = np.empty((2, size)), np.empty((2, size)), np.empty((2, size)), np.empty(
+        (2, n_cols))
     work = np.empty(WORK_ROWS * n_cols)
-    if n > 1:
-        zs1, vb1, fb1, lb1 = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
-        parts1 = np.empty((3, type_starts.size))
-    else:
-        zs1, vb1, fb1, lb1, parts1 = zs0, vb0, fb0, lb0, parts0
-    zs, vb, fb, lb, parts = (zs0, zs1), (vb0, vb1), (fb0, fb1), (lb0, lb1), (parts0, parts1)
-    tot = np.empty((2, n_res))
-    index, values = np.empty((3, STACK), dtype=np.int64), np.empty(STACK)
-    inv_f, starts = inv_cap.reshape(-1), plan[1][::n_res].copy()
+    parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
+    if lin:  # element loops: a slice assignment compiles numba's shape-error formatting
+        for p in range(size):
+            fb[0, p] = alpha[p]
+            fb[1, p] = alpha[p]
     for c0 in range(0, n, 2):
         m = min(n - c0, 2)
         for j in range(m):
-            c = c0 + j
-            row = borrow_row(a, rows[c])
-            if static:
-                stats[c, 3] = _into_blocks(decode, row, plan, zs[j], STATIC_K)
-            else:
-                stats[c, 3] = _into_blocks(decode, row, plan, zs[j], n_res)
-            if np.isnan(stats[c, 3]):
-                return c
-            _project_blocks(zs[j], plan, beta.size, vb[j], lb[j], work)
+            target = a[rows[c0 + j]]
+            for p in range(size):  # into the plan's block layout
+                zb[j, p] = target[entries[p]]
+            _project_blocks(zb[j], plan, n_res, vb[j], lb[j], work)
             if not lin:
                 map_flat_into(False, codes, alpha, vb[j], s, fb[j])
-        c1 = c0 + m - 1
-        # rows of the caller's arrays as borrowed views (schedgym.core.views: no atomic
-        # reference counts; the caller holds the arrays)
-        y0, y1, x0, x1 = borrow_row(y, c0), borrow_row(y, c1), borrow_row(x, c0), borrow_row(x, c1)
-        if lin and static:
-            r = _score_pass(m == 2, True, vb[0], alpha, zs[0], y0, x0, parts[0], vb[1], alpha,
-                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot, STATIC_K)
-        elif lin:
-            r = _score_pass(m == 2, True, vb[0], alpha, zs[0], y0, x0, parts[0], vb[1], alpha,
-                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot, n_res)
-        else:
-            r = _score_pair(m == 2, None, vb[0], fb[0], zs[0], y0, x0, parts[0], vb[1], fb[1],
-                            zs[1], y1, x1, parts[1], plan[5], type_starts, beta, tot)
+        r = _score(lin, m == 2, vb, fb, zb, y, x, c0, parts, edge_start, type_starts, beta, tot)
         for j in range(m):
             c = c0 + j
             stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
-            if static:
-                stats[c, 4] = _utilization(lb[j], starts, STATIC_K, inv_f, borrow_row(util, c),
-                                           borrow_row(util32, c), index, values)
-            else:
-                stats[c, 4] = _utilization(lb[j], starts, n_res, inv_f, borrow_row(util, c),
-                                           borrow_row(util32, c), index, values)
-    return -1
+            _utilization(lb[j], plan[1], inv_cap, util[c], util32[c])
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
                decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One step of ``len(rows)`` copies in one compiled call (:func:`_step_rows`): copy ``c``
-    acts with ``a[rows[c]]`` (``a`` C-contiguous ``(M, E K)``; with ``decode``
-    ``"allocation"``-mode actions, float32 or float64, else float64 targets in resource units)
-    against arrivals ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: int64 indices in ``[0,
-    M)``, the caller's to keep (the kernel reads the rows as borrowed views, unchecked).
+    acts with ``a[rows[c]]`` (``a``: ``(M, E K)``; with ``decode`` ``"allocation"``-mode
+    actions, float32 or float64, else float64 targets in resource units) against arrivals
+    ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: integer indices in ``[0, M)``.
 
     Returns ``(bad, y (n, E, K), utilization (n, R K), its float32 copy, stats (n, 5))`` with
     ``stats`` = (projection distance, gain, penalty, clip amount, utilization sum in numpy's
     order); ``bad`` is -1 or the first copy with a NaN/inf action entry (outputs then
-    incomplete)."""
-    n, k = rows.size, inst.kernel_arrays
-    if not a.flags.c_contiguous:  # the kernel reads its rows as C-contiguous views
-        a = np.ascontiguousarray(a)
+    incomplete). Raises ``ValueError`` for arrays of the wrong shape or rows out of range."""
+    E, K = inst.n_edges, inst.n_resources
+    rr = np.asarray(rows)
+    if rr.ndim != 1 or not (rr.dtype.kind in "iu" or rr.size == 0):
+        raise ValueError(f"rows has shape {rr.shape} and dtype {rr.dtype}: must be a 1-D "
+                         "integer array")
+    n = rr.size
+    aa = np.asarray(a)
+    if aa.ndim != 2:
+        raise ValueError(f"a has shape {aa.shape}: must have shape (M, {E * K})")
+    kinds = (np.float64, np.float32) if decode else (np.float64,)
+    aa = _vector("a", aa, (aa.shape[0], E * K), kinds)
+    if n and (rr.min() < 0 or rr.max() >= aa.shape[0]):
+        raise ValueError(f"rows has entries in [{rr.min()}, {rr.max()}]: must lie in "
+                         f"[0, {aa.shape[0]}) (the rows of a)")
+    return _run(inst, aa, _vector("rows", rr, (n,), (np.int64,)),
+                _vector("x", x, (n, inst.n_types)), bool(decode))
+
+
+def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
+         decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The step on arguments already checked (:func:`step_batch`, :func:`step_one`): ``a``
+    ``(M, E K)`` (float64, or float32 actions with ``decode``), ``rows`` int64 in ``[0, M)``,
+    ``x`` float64 ``(n, L)``, all C-contiguous. With ``decode`` the acting rows are decoded
+    first (:func:`_decode_rows`), then every copy's target is projected and scored
+    (:func:`_step_rows`)."""
+    k, n = inst.kernel_arrays, rows.size
     E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
-    bad = _step_rows(a, rows, decode, np.ascontiguousarray(x, dtype=np.float64), k.plan,
-                     k.inverse_capacities, k.block_codes, k.block_alpha, k.all_linear,
-                     k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util, util32,
-                     stats)
-    return bad, y, util, util32, stats
+    if decode:
+        targets, clip = np.empty((n, E * K)), stats[:, 3].copy()
+        bad = _decode_rows(a, rows, k.caps, targets, clip)
+        if bad >= 0:
+            return bad, y, util, util32, stats
+        a, rows = targets, np.arange(n)
+    _step_rows(a, rows, x, k.plan, k.inverse_capacities.reshape(-1), k.block_codes,
+               k.block_alpha, k.all_linear, k.reciprocal_scale, k.type_starts, k.beta,
+               y.reshape(n, E * K), util, util32, stats)
+    stats[:, 3] = clip if decode else 0.0
+    # numpy's own sum of each row (its pairwise order): info["utilization"]'s numerator
+    np.add.reduce(util, axis=1, out=stats[:, 4])
+    return -1, y, util, util32, stats
 
 
 def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> BatchOutcome:
     """Project ``z`` ``(N, E, K)`` (pre-projection allocations in resource units, e.g. decoded
     actions) onto Y and score each copy against its arrivals ``x`` ``(N, L)``
     (:func:`step_batch` without the decode)."""
-    zz = np.ascontiguousarray(z, dtype=np.float64).reshape(-1, inst.n_edges * inst.n_resources)
+    E, K = inst.n_edges, inst.n_resources
+    zz = np.asarray(z)
+    if zz.ndim != 3 or zz.shape[1:] != (E, K):
+        raise ValueError(f"z has shape {zz.shape}: must have shape (N, {E}, {K})")
     n = zz.shape[0]
-    _, y, util, _, stats = step_batch(inst, zz, np.arange(n), np.reshape(x, (n, -1)), False)
-    return BatchOutcome(y, util.reshape(n, inst.n_instances, inst.n_resources), stats[:, 0],
-                        stats[:, 1], stats[:, 2])
+    xx = _vector("x", x, (n, inst.n_types))
+    _, y, util, _, stats = step_batch(inst, zz.reshape(n, E * K), np.arange(n), xx, False)
+    return BatchOutcome(y, util.reshape(n, inst.n_instances, K), stats[:, 0], stats[:, 1],
+                        stats[:, 2])
 
 
 #: :func:`step_one`'s row of the action: a batch of one.
@@ -642,14 +542,18 @@ _ROW0 = np.zeros(1, dtype=np.int64)
 
 def step_one(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray, decode: bool
              ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The single env's step: :func:`step_batch` for a batch of one, ``a`` C-contiguous ``(E
-    K,)`` (as there: an action with ``decode``, else float64 targets), ``x`` ``(L,)``. Returns
-    ``(bad, y (E, K), utilization (R K,), its float32 copy, stats (5,))``; ``bad`` is the index
-    of the first non-finite entry of ``a`` (then the other outputs are garbage) or -1."""
-    bad, y, util, util32, stats = step_batch(inst, a.reshape(1, -1), _ROW0,
-                                             np.reshape(x, (1, -1)), decode)
+    """The single env's step: :func:`step_batch` for a batch of one, ``a`` ``(E K,)`` (as
+    there: an action with ``decode``, float32 or float64, else float64 targets), ``x``
+    ``(L,)``. Returns ``(bad, y (E, K), utilization (R K,), its float32 copy, stats (5,))``;
+    ``bad`` is the index of the first non-finite entry of ``a`` (then the other outputs are
+    garbage) or -1."""
+    kinds = (np.float64, np.float32) if decode else (np.float64,)
+    aa = _vector("a", a, (inst.n_edges * inst.n_resources,), kinds)
+    xx = _vector("x", x, (inst.n_types,))
+    bad, y, util, util32, stats = _run(inst, aa.reshape(1, -1), _ROW0, xx.reshape(1, -1),
+                                       bool(decode))
     if bad >= 0:
-        bad = first_nonfinite_index(a)
+        bad = first_nonfinite_index(aa)
     return bad, y[0], util[0], util32[0], stats[0]
 
 
@@ -662,7 +566,12 @@ def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray,
     amount)``; ``bad`` is the index of the first non-finite entry of ``a`` (then the other
     outputs are garbage) or -1. With ``util32`` (float32 ``(R * K,)``) given, it receives the
     utilization as float32 and ``stats`` has a fifth entry, the utilization's sum in numpy's
-    order: the env's observation and info in the same compiled call."""
+    order."""
+    RK = inst.n_instances * inst.n_resources
+    if util32 is not None and not (isinstance(util32, np.ndarray) and util32.shape == (RK,)
+                                   and util32.dtype == np.float32):
+        got = util32.shape if isinstance(util32, np.ndarray) else type(util32).__name__
+        raise ValueError(f"util32 has shape {got}: must be a float32 array of shape ({RK},)")
     bad, y, util, u32, stats = step_one(inst, a, x, True)
     util = util.reshape(inst.capacities.shape)
     if bad >= 0 or util32 is None:
@@ -673,13 +582,15 @@ def score_action(inst: GainOverheadInstance, a: np.ndarray, x: np.ndarray,
 
 def instance_load(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     """``sum_{l in L_r} y_(l,r)^k``, shape ``(R, K)``, resource units."""
-    g = np.where(inst.group_valid, np.asarray(y, dtype=np.float64).ravel()[inst.group_gather], 0.0)
+    yy = _vector("y", y, (inst.n_edges, inst.n_resources))
+    g = np.where(inst.group_valid, yy.ravel()[inst.group_gather], 0.0)
     return g.sum(axis=0).reshape(inst.n_instances, inst.n_resources)
 
 
 def utilization_from_load(inst: GainOverheadInstance, load: np.ndarray) -> np.ndarray:
     """Fraction of each capacity in use, ``(R, K)`` in [0, 1] (0 where the capacity is 0)."""
-    return np.minimum(load * inst.inverse_capacities, 1.0)
+    ld = _vector("load", load, (inst.n_instances, inst.n_resources))
+    return np.minimum(ld * inst.inverse_capacities, 1.0)
 
 
 def utilization(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
@@ -689,7 +600,7 @@ def utilization(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
 
 def feasibility_violation(inst: GainOverheadInstance, y: np.ndarray) -> float:
     """Largest violation of Y's constraints (0 when feasible), resource units."""
-    y = np.asarray(y, dtype=np.float64)
+    y = _vector("y", y, (inst.n_edges, inst.n_resources))
     box = max(float(np.max(-y, initial=0.0)), float(np.max(y - inst.edge_caps, initial=0.0)))
     cap = float(np.max(instance_load(inst, y) - inst.capacities, initial=0.0))
     return max(box, cap, 0.0)

@@ -105,9 +105,10 @@ class ProjectionPlan(NamedTuple):
 
 class KernelArrays(NamedTuple):
     """Writable private copies of what the compiled step, batch step and OgaSched update read
-    (:mod:`.dynamics`); the kernels never write them. Calling a numba kernel costs ~0.2 µs more
-    per read-only array argument (about 3 µs of a ~40 µs step), hence the copies. Internal:
-    read the instance's own (read-only) attributes instead.
+    (:mod:`.dynamics`); the kernels never write them. Writable because numba types a
+    read-only array apart: read-only arguments would compile a second copy of every kernel and
+    take a slower path through its argument checks. Internal: read the instance's own
+    (read-only) attributes instead.
 
     Attributes:
         plan: the :class:`ProjectionPlan`'s six arrays, as a plain tuple.
@@ -117,6 +118,7 @@ class KernelArrays(NamedTuple):
             layout (``[plan.entries]``): the step maps the projected block buffer to gains.
         all_linear: every utility is linear (the step's reward pass then multiplies by
             ``block_alpha`` itself instead of mapping the utilities first).
+        caps: ``(E K,)`` the per-channel caps ``a_l^k`` row-major (the allocation decode's).
     """
 
     plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -129,6 +131,7 @@ class KernelArrays(NamedTuple):
     block_codes: np.ndarray
     block_alpha: np.ndarray
     all_linear: bool
+    caps: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,7 +289,8 @@ class GainOverheadInstance:
                             np.array(self.type_starts), np.array(self.beta),
                             self.edge_codes.reshape(-1)[p.entries],
                             self.edge_alpha.reshape(-1)[p.entries],
-                            bool(np.all(self.edge_codes == LINEAR)))
+                            bool(np.all(self.edge_codes == LINEAR)),
+                            np.array(self.edge_caps).reshape(-1))
 
     @cached_property
     def group_gather(self) -> np.ndarray:
