@@ -44,6 +44,18 @@ def parse_overrides(items: list[str] | None, flag: str = "--set") -> dict[str, A
     return out
 
 
+def check_run_name(name: Any, what: str = "--name") -> str:
+    """``name`` if it can be one folder's name inside an output folder: a non-empty string
+    without a path separator, not ``.`` or ``..`` and not hidden (so a run never writes
+    outside ``--out``); ``ValueError`` naming ``what`` otherwise."""
+    bad = (not isinstance(name, str) or not name.strip() or name.startswith(".")
+           or any(sep in name for sep in ("/", "\\", "\0")))
+    if bad:
+        raise ValueError(f"{what}={name!r} is invalid: must be a plain folder name (no path "
+                         "separator, not starting with '.')")
+    return name
+
+
 def known_env_ids() -> list[str]:
     """Every env id registered with Gymnasium (schedgym's first)."""
     import gymnasium as gym

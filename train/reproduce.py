@@ -50,11 +50,91 @@ def find_experiment(name: str) -> Path:
     raise ValueError(f"experiment={name!r} is invalid: must be a YAML path or one of {known}")
 
 
-def load_experiment(path: Path) -> dict[str, Any]:
-    """Load and validate an experiment YAML; unknown keys are errors (typos never pass)."""
-    import yaml
+def _fail(path: Path, key: str, value: Any, allowed: str) -> ValueError:
+    return ValueError(f"{path}: {key}={value!r} is invalid: must be {allowed}")
 
-    cfg = yaml.safe_load(Path(path).read_text())
+
+def _check_str(path: Path, cfg: dict[str, Any], key: str, optional: bool = False) -> None:
+    val = cfg.get(key)
+    if not (isinstance(val, str) and val) and not (optional and val is None):
+        raise _fail(path, key, val, "a non-empty string" + (" or null" if optional else ""))
+
+
+def _check_mapping(path: Path, key: str, val: Any, values: str = "") -> dict[str, Any]:
+    if val is None:
+        return {}
+    if not isinstance(val, dict) or not all(isinstance(k, str) for k in val):
+        raise _fail(path, key, val, "a mapping with string keys" + values)
+    return val
+
+
+def _check_schema(path: Path, cfg: dict[str, Any]) -> None:
+    """The type of every key, so that a bad file fails here, before any episode runs."""
+    from schedgym.train.cli_options import check_run_name, resolve_env_id
+
+    for key in ("name", "env_id", "metric"):
+        _check_str(path, cfg, key)
+    check_run_name(cfg["name"], f"{path}: name")
+    try:
+        cfg["env_id"] = resolve_env_id(cfg["env_id"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    for key in ("paper", "scenario"):
+        _check_str(path, cfg, key, optional=True)
+    agents = cfg["agents"]
+    if not (isinstance(agents, list) and agents and all(isinstance(a, str) for a in agents)):
+        raise _fail(path, "agents", agents, "a non-empty list of agent names")
+    if not isinstance(cfg["reference"], str):
+        raise _fail(path, "reference", cfg["reference"], "one of the agents")
+    for key in ("seeds", "instance_seeds"):
+        val = cfg[key]
+        if isinstance(val, bool) or not isinstance(val, str | int):
+            raise _fail(path, key, val, 'seeds as a string such as "0-4" or an integer')
+        try:
+            parse_seeds(str(val))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    if not isinstance(cfg.get("benchmarks", False), bool):
+        raise _fail(path, "benchmarks", cfg["benchmarks"], "true or false")
+    cfg["overrides"] = _check_mapping(path, "overrides", cfg["overrides"])
+    for agent, pct in _check_mapping(path, "paper_improvement_pct",
+                                     cfg.get("paper_improvement_pct"), " and number values"
+                                     ).items():
+        if isinstance(pct, bool) or not isinstance(pct, int | float):
+            raise _fail(path, f"paper_improvement_pct.{agent}", pct, "a number")
+    sweeps = cfg.get("sweeps")
+    if sweeps is not None and not (isinstance(sweeps, list) and sweeps):
+        raise _fail(path, "sweeps", sweeps, "a non-empty list of sweeps")
+    for i, sw in enumerate(sweeps or []):
+        where = f"sweeps[{i}]"
+        if not isinstance(sw, dict):
+            raise _fail(path, where, sw, "a mapping with keys " + ", ".join(sorted(SWEEP_KEYS)))
+        for key in sw:
+            if key not in SWEEP_KEYS:
+                raise ValueError(f"{path}: unknown sweep key {key!r}; allowed {sorted(SWEEP_KEYS)}")
+        if not isinstance(sw.get("parameter"), str):
+            raise _fail(path, f"{where}.parameter", sw.get("parameter"), "a parameter name")
+        if "label" in sw and not isinstance(sw["label"], str):
+            raise _fail(path, f"{where}.label", sw["label"], "a string")
+        if not (isinstance(sw.get("values"), list) and sw["values"]):
+            raise _fail(path, f"{where}.values", sw.get("values"), "a non-empty list")
+        for val in sw["values"]:
+            if isinstance(val, dict):
+                _check_mapping(path, f"{where}.values", val)
+        sw["overrides"] = _check_mapping(path, f"{where}.overrides", sw.get("overrides"))
+        for agent, vals in _check_mapping(path, f"{where}.paper", sw.get("paper")).items():
+            if not isinstance(vals, list):
+                raise _fail(path, f"{where}.paper.{agent}", vals, "a list of numbers")
+
+
+def load_experiment(path: Path) -> dict[str, Any]:
+    """Load and validate an experiment YAML (safe YAML, no aliases, at most
+    :data:`~schedgym.train.safe_yaml.MAX_BYTES`): unknown keys are errors (typos never pass) and
+    every value has the type the run needs, so a bad file fails before any episode runs."""
+    from schedgym.train.safe_yaml import load_yaml
+
+    path = Path(path)
+    cfg = load_yaml(path, "experiment")
     if not isinstance(cfg, dict):
         raise ValueError(f"{path}: must be a YAML mapping")
     for key in cfg:
@@ -67,14 +147,13 @@ def load_experiment(path: Path) -> dict[str, Any]:
     cfg.setdefault("overrides", {})
     cfg.setdefault("seeds", "0-2")
     cfg.setdefault("instance_seeds", "0")
-    cfg.setdefault("reference", cfg["agents"][0])
+    cfg.setdefault("reference", cfg["agents"][0] if isinstance(cfg["agents"], list)
+                   and cfg["agents"] else None)
+    _check_schema(path, cfg)
     if cfg["reference"] not in cfg["agents"]:
         raise ValueError(f"{path}: reference {cfg['reference']!r} is not one of the agents")
     labels = []
     for sw in cfg.get("sweeps") or []:
-        for key in sw:
-            if key not in SWEEP_KEYS:
-                raise ValueError(f"{path}: unknown sweep key {key!r}; allowed {sorted(SWEEP_KEYS)}")
         labels.append(sw.get("label", sw.get("parameter")))
         for agent, vals in (sw.get("paper") or {}).items():
             if len(vals) != len(sw["values"]):
