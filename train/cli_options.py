@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: Gymnasium's module prefix that imports schedgym before resolving the id.
@@ -54,6 +55,31 @@ def check_run_name(name: Any, what: str = "--name") -> str:
         raise ValueError(f"{what}={name!r} is invalid: must be a plain folder name (no path "
                          "separator, not starting with '.')")
     return name
+
+
+def check_out_folder(out: str | Path, what: str = "out") -> Path:
+    """``out`` as a ``Path`` if it is, or can be created as, a folder: neither it nor its
+    nearest existing parent may be a file (else ``ValueError`` saying so, rather than a later
+    "the run folder exists" or a raw ``NotADirectoryError``)."""
+    path = Path(out)
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                which = "names a file" if p == path else f"is inside the file {str(p)!r}"
+                raise ValueError(f"{what}={str(out)!r} is invalid: it {which}, not a folder")
+            break
+    return path
+
+
+def free_run_folder(path: str | Path) -> Path:
+    """``path`` if nothing is there, else the first free ``path-2``, ``path-3``, ... (a repeated
+    command gets a new run folder, as ``train`` does, and never overwrites one)."""
+    path = Path(path)
+    for k in range(1, 10_000):
+        cand = path if k == 1 else path.with_name(f"{path.name}-{k}")
+        if not cand.exists():
+            return cand
+    raise ValueError(f"out={str(path)!r}: too many runs of this name; give --out")
 
 
 def known_env_ids() -> list[str]:

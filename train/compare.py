@@ -40,7 +40,12 @@ from typing import Any
 import numpy as np
 
 from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
-from schedgym.train.cli_options import add_env_options, parse_overrides
+from schedgym.train.cli_options import (
+    add_env_options,
+    check_out_folder,
+    free_run_folder,
+    parse_overrides,
+)
 from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
 from schedgym.train.stats import parse_seeds
 from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
@@ -185,7 +190,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="skip the offline benchmark (hindsight optimum / oracle / OPT)")
     p.add_argument("--out", default=None,
                    help="run folder (default results/compare/<env>-<scenario>-<overrides>-"
-                   "<hash>); refused if it exists, unless --overwrite")
+                   "<hash>, or the first free <...>-2, -3 when a run is there); a given "
+                   "--out that exists is refused, unless --overwrite")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="finish an interrupted run: only its missing episodes are played")
     p.add_argument("--overwrite", action="store_true",
@@ -272,8 +278,12 @@ def open_store(args: argparse.Namespace) -> RunStore:
     validate(args.env_id, args.scenario, inst[0], overrides, specs, meta["agent_env_kwargs"])
     if args.reference is not None and args.reference not in specs:
         raise ValueError(f"reference={args.reference!r} is invalid: must be one of {specs}")
-    out = args.out or str(Path("results/compare") / run_folder_name(
-        args.env_id, args.scenario, overrides, {k: v for k, v in meta.items()}))
+    if args.out is not None:
+        out = check_out_folder(args.out)
+    else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
+        out = Path("results/compare") / run_folder_name(
+            args.env_id, args.scenario, overrides, {k: v for k, v in meta.items()})
+        out = out if args.overwrite else free_run_folder(check_out_folder(out))
     return RunStore.create(out, meta, overwrite=args.overwrite)
 
 

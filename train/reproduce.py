@@ -2,7 +2,8 @@
 
 An experiment YAML names the env, scenario, agents, seeds, the metric and optionally parameter
 sweeps with the paper's numbers. Every setting runs as a ``schedgym compare`` (common random
-numbers across agents), and the command writes, into ``results/reproduce/<name>/``:
+numbers across agents), and the command writes, into its run folder
+``results/reproduce/NAME-<overrides>-<hash>/`` (``--out`` to choose another):
 
 - ``rows.csv``: one row per (setting, agent) with our mean ± 95% CI, the reference agent's
   improvement over it ``(Q_ref / Q_agent - 1) * 100`` (per seed, then averaged), and the paper's
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.train.cli_options import parse_overrides
+from schedgym.train.cli_options import check_out_folder, free_run_folder, parse_overrides
 from schedgym.train.runner import EpisodeResult
 from schedgym.train.stats import fmt_ci, fmt_seeds, mean_ci, parse_seeds
 from schedgym.train.store import RunStore, run_folder_name
@@ -479,7 +480,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
                    "HOST:PORT joins a cluster started with 'ray start --head'")
     p.add_argument("--out", default=None, help="run folder (default results/reproduce/NAME-"
-                   "<overrides>-<hash>); refused if it exists, unless --overwrite")
+                   "<overrides>-<hash>, or the first free <...>-2, -3 when a run is there); a "
+                   "given --out that exists is refused, unless --overwrite")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="finish an interrupted run: only its missing episodes are played")
     p.add_argument("--overwrite", action="store_true", help="replace the run folder if it exists")
@@ -503,8 +505,12 @@ def _new_store(args: argparse.Namespace) -> RunStore:
                    + ([f"--instance-seeds {args.instance_seeds}"] if args.instance_seeds else [])
                    + [f"--set {o}" for o in args.overrides or []])
     meta = experiment_meta(cfg, seeds, overrides, inst, cmd)
-    out = args.out or str(Path("results/reproduce") / run_folder_name(
-        cfg["name"], None, overrides, meta).replace("-paper-default", "", 1))
+    if args.out is not None:
+        out = check_out_folder(args.out)
+    else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
+        out = Path("results/reproduce") / run_folder_name(
+            cfg["name"], None, overrides, meta).replace("-paper-default", "", 1)
+        out = out if args.overwrite else free_run_folder(check_out_folder(out))
     return RunStore.create(out, meta, overwrite=args.overwrite)
 
 

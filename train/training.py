@@ -60,6 +60,7 @@ import gymnasium as gym
 
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym.train import hyperparams as hp
+from schedgym.train.cli_options import check_out_folder, check_run_name
 from schedgym.train.tensorboard import env_folder, metric_spec
 
 #: Held-out evaluation instances when training on --instance-seeds (and none are given).
@@ -190,6 +191,9 @@ def _validate_config(cfg: TrainConfig) -> None:
     if "instance_seed" in cfg.overrides:
         raise ValueError("overrides['instance_seed'] is invalid: use instance_seed "
                          "(--instance-seed) or instance_seeds (--instance-seeds)")
+    if cfg.name is not None:
+        check_run_name(cfg.name, "name")  # a run never writes outside out
+    check_out_folder(cfg.out, "out")
     if cfg.overwrite and cfg.resume is not None:
         raise ValueError("overwrite=True with resume is invalid: resuming continues the run "
                          "folder; give one of them")

@@ -174,3 +174,47 @@ def test_console_script_entry_point_runs():
                            "main; sys.exit(main(['--version']))"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("schedgym ")
+
+
+# ------------------------------------------------------------- run folders (issue 23)
+@pytest.mark.parametrize("name", ["../../x", "a/b", "..", ".hidden", "", "a\\b"])
+def test_train_name_with_a_path_is_refused_before_anything_is_written(tmp_path, capsys, name):
+    out = tmp_path / "deep" / "out"
+    rc = main(["train", "ppo", GO, "--name", name, "--out", str(out), "--timesteps", "8"])
+    assert rc == 2
+    assert f"name={name!r} is invalid: must be a plain folder name" in _error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("cmd", [["train", "ppo", GO, "--timesteps", "8"],
+                                 ["compare", GO, "--agents", "random"],
+                                 ["reproduce", "ogasched-headline"]])
+def test_out_naming_a_file_says_so(tmp_path, capsys, cmd):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out, says in ((afile, "it names a file, not a folder"),
+                      (afile / "sub", f"it is inside the file {str(afile)!r}, not a folder")):
+        assert main([*cmd, "--out", str(out)]) == 2
+        line = _error_line(capsys)
+        assert f"out={str(out)!r} is invalid: {says}" in line, line
+        assert afile.read_text() == "keep me"
+    assert main([*cmd, "--out", str(afile), "--overwrite"]) == 2  # never deletes the file
+    assert "names a file" in _error_line(capsys) and afile.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random", "--set", "horizon=5"],
+                                 ["reproduce", "ogasched-headline", "--set", "horizon=5"]])
+def test_repeating_a_command_with_the_default_folder_gets_a_new_one(tmp_path, monkeypatch, cmd):
+    """Issue 23: running README's main job a second time exited 2 (the run folder exists)."""
+    from schedgym.train import compare, reproduce
+
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(cmd)
+    opener = compare.open_store if cmd[0] == "compare" else reproduce._new_store
+    first = opener(args)
+    first.close()
+    second = opener(args)
+    second.close()
+    assert second.path.name == first.path.name + "-2"
+    assert second.path.parent == first.path.parent
+    assert (first.path / "meta.json").is_file() and (second.path / "meta.json").is_file()
