@@ -32,8 +32,12 @@ episode (``render_mode="rgb_array"``) into ``<out>/record/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +93,50 @@ def validate(env_id: str, scenario: str | None, instance_seed: int, overrides: d
     check_agents(specs)
     env = make_env(env_id, scenario, instance_seed, overrides)
     env.close()
-    for spec in specs:
-        env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
-        build_agent(spec, env)
-        env.close()
+    with compile_notice():
+        for spec in specs:
+            env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
+            warm_up(env, build_agent(spec, env))
+            env.close()
+
+
+#: Seconds the warm-up may take before the command says it is compiling.
+NOTICE_AFTER_S = 3.0
+
+
+@contextlib.contextmanager
+def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
+    """Say on stderr that the kernels are compiling when the enclosed warm-up takes over
+    ``after_s`` seconds (first use after an install or a kernel change), and how long it took."""
+    shown = threading.Event()
+
+    def notice() -> None:
+        shown.set()
+        print("compiling the kernels on first use (a minute or more, once per install; "
+              "later runs load them from the cache)...", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(after_s, notice)
+    timer.daemon = True
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+    if shown.is_set():
+        print(f"compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+
+
+def warm_up(env: Any, agent: Any, steps: int = 2) -> None:
+    """Play the first ``steps`` decisions of ``agent`` in this process, before any timed episode:
+    the env's and the agent's kernels compile here (then the on-disk kernel cache serves every
+    worker), so the ``ms/decision`` column never includes a compile."""
+    obs, _ = env.reset(seed=0)
+    for k in range(steps):
+        action, _ = agent.predict(obs, episode_start=np.array([k == 0]), deterministic=True)
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
 
 
 def compare_meta(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,

@@ -29,7 +29,8 @@ def _fail(name: str, value: Any, allowed: str) -> ValueError:
 
 
 #: The largest integer :func:`check_int` accepts when no ``max_value`` is given: every size, count
-#: and index ends up in a numpy/numba ``int64``, and products of sizes must still convert to float.
+#: and index ends up in an ``int64`` (numpy arrays, compiled kernels), and products of sizes
+#: must still convert to float.
 INT64_MAX = 2**63 - 1
 
 #: Floats are taken as integers only up to this magnitude (beyond it a float is not an exact

@@ -305,3 +305,59 @@ def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
     kw = {"action_mode": "scores", "instance_features": True, "feedback_stats": True}
     (model.parent / "run.json").write_text(json.dumps({"env_kwargs": {**kw, "horizon": 50}}))
     assert learned_env_kwargs(f"ppo:{model}") == kw
+
+
+# ----------------------------------------------------------- compile out of timing (issue 23)
+class _SlowFirstAgent:
+    """Stands for an agent whose first ``predict`` compiles its kernels (0.3 s), later ones
+    instant."""
+
+    def __init__(self, env):
+        self.action_space = env.action_space
+        self.calls = 0
+
+    def predict(self, obs, episode_start=None, deterministic=True):
+        import time
+
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(0.3)
+        return self.action_space.sample(), None
+
+
+def test_a_compile_in_the_first_decision_stays_out_of_decision_time():
+    """Issue 23: a first run's ms/decision included the compile (OgaSched 17.3 vs 0.13 warm)."""
+    import gymnasium as gym
+
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train.runner import run_episode
+
+    env = gym.make(GO, **small_overrides(GO))
+    res = run_episode(env, _SlowFirstAgent(env), seed=0)
+    assert res.steps > 2
+    assert res.decision_time < 0.05, res.decision_time  # 0.3 s / steps would be above 0.02
+    assert res.wall_time >= 0.3
+
+
+def test_compile_notice_is_said_on_stderr_only_when_the_warm_up_is_slow(capsys):
+    import time
+
+    from schedgym.train.compare import compile_notice
+
+    with compile_notice(after_s=0.05):
+        time.sleep(0.3)
+    err = capsys.readouterr().err
+    assert "compiling the kernels on first use" in err and "compiled in" in err
+    with compile_notice(after_s=5.0):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train import compare
+
+    played = []
+    monkeypatch.setattr(compare, "warm_up", lambda env, agent: played.append(type(agent)))
+    compare.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
+    assert len(played) == 2
