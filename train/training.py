@@ -408,7 +408,6 @@ class _Trainer:
         callbacks = self._callbacks(model, plan, run_dir)
         try:
             model.learn(total_timesteps=plan.settings["n_timesteps"], callback=callbacks,
-                        progress_bar=self.cfg.progress,
                         reset_num_timesteps=self.cfg.resume is None)
         except KeyboardInterrupt:
             return True
@@ -418,6 +417,7 @@ class _Trainer:
         from stable_baselines3.common.callbacks import CheckpointCallback
 
         from schedgym.train.callbacks import (
+            BudgetProgressBar,
             ResumableEvalCallback,
             SchedgymMetricsCallback,
             WallClockLimit,
@@ -443,8 +443,11 @@ class _Trainer:
             out.append(CheckpointCallback(max(ckpt // n_envs, 1), str(run_dir / "checkpoints"),
                                           name_prefix="model",
                                           save_vecnormalize=plan.settings["normalize"] is not None))
-        if cfg.max_minutes is not None:
-            out.append(WallClockLimit(60.0 * cfg.max_minutes))
+        seconds = None if cfg.max_minutes is None else 60.0 * cfg.max_minutes
+        if seconds is not None:
+            out.append(WallClockLimit(seconds))
+        if cfg.progress:
+            out.append(BudgetProgressBar(n_total, seconds))
         return out
 
     def _eval_env(self, plan: _Plan) -> Any:
@@ -734,16 +737,19 @@ def _compare_accepts(flag: str) -> bool:
 
 
 def next_command(cfg: TrainConfig, model_path: Path) -> str:
-    """A runnable ``schedgym compare`` line for the trained model: the env's classical champion
-    (the paper's algorithm: its first registered agent) against the model, on the same env
-    settings and held-out episode seeds 100-104."""
+    """A runnable ``schedgym compare`` line racing the trained model against every classical
+    agent of the env (the table's ratios then run to the best of them, whichever it is in this
+    setting, not to the paper's algorithm) and its ceiling (``myopic-opt`` as an agent; the
+    oracle or OPT as the run's benchmark), on the same env settings and held-out episode seeds
+    100-104. ``random`` and clairvoyant agents are left out."""
     import shlex
 
     from schedgym.agents import registry
 
-    champion = next((n for n in registry.names_for(cfg.env_id) if n != "random"), "random")
+    rivals = [n for n in registry.names_for(cfg.env_id)
+              if n != "random" and not registry.is_benchmark(n)]
     return shlex.join(["schedgym", "compare", cfg.env_id, "--agents",
-                       f"{champion},{cfg.algo}:{model_path}", "--seeds", "100-104",
+                       ",".join([*rivals, f"{cfg.algo}:{model_path}"]), "--seeds", "100-104",
                        *_env_flags(cfg, compare=True)])
 
 
