@@ -361,3 +361,28 @@ def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
     monkeypatch.setattr(compare, "warm_up", lambda env, agent: played.append(type(agent)))
     compare.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
     assert len(played) == 2
+
+
+def test_the_progress_bar_counts_agents_episodes_only(tmp_path, monkeypatch):
+    """Issue 23: compare's bar counted the benchmark tasks as episodes."""
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train import sweep
+
+    bars = []
+
+    class _Bar:
+        def __init__(self, total):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def update(self, n=1):
+            self.n += n
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sweep, "_progress", lambda total, show, desc: _Bar(total))
+    rc = cli(["compare", GO, "--agents", "random,random[seed=3]", "--seeds", "0-1",
+              *_sets(GO), "--out", str(tmp_path / "c"), "--workers", "1", "--no-plots"])
+    assert rc == 0
+    assert [(b.total, b.n) for b in bars] == [(4, 4)]  # 2 agents x 2 seeds, not + 2 benchmarks
