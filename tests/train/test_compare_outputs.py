@@ -386,3 +386,45 @@ def test_the_progress_bar_counts_agents_episodes_only(tmp_path, monkeypatch):
               *_sets(GO), "--out", str(tmp_path / "c"), "--workers", "1", "--no-plots"])
     assert rc == 0
     assert [(b.total, b.n) for b in bars] == [(4, 4)]  # 2 agents x 2 seeds, not + 2 benchmarks
+
+
+_SLOW_PLOTS = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+from schedgym.train import plots
+from schedgym.train.cli import main
+
+def slow(*args, **kwargs):
+    print("PLOTTING", flush=True)
+    time.sleep(60)
+
+if __name__ == "__main__":
+    plots.plot_curves = slow
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
+    """Issue 23: a Ctrl-C while the plots were written must not end in exit status 0."""
+    import signal
+    import subprocess
+    import sys
+
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+
+    script = tmp_path / "slow_plots.py"
+    script.write_text(_SLOW_PLOTS)
+    proc = subprocess.Popen([sys.executable, str(script), "compare", GO, "--agents", "random",
+                             "--seeds", "0", *_sets(GO), "--out", str(tmp_path / "c"),
+                             "--workers", "1", "--quiet", "--no-benchmarks"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("PLOTTING"):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
