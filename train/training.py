@@ -373,7 +373,8 @@ class _Trainer:
             for env in (self.venv, self.eval_env):
                 if env is not None:
                     env.close()
-        beside = play_beside(cfg, plan.env_kw) if cfg.beside and not interrupted else []
+        beside = (play_beside(cfg, plan.env_kw, int(model.num_timesteps))
+                  if cfg.beside and not interrupted else [])
         target = plan.settings["n_timesteps"] + (self.start_steps if cfg.resume else 0)
         return TrainResult(run_dir, model_path, model, int(model.num_timesteps),
                            time.perf_counter() - self.t0, interrupted, target, beside)
@@ -597,9 +598,11 @@ def _plain(obj: Any) -> Any:
     return str(obj)
 
 
-def play_beside(cfg: TrainConfig, env_kw: dict[str, Any]) -> list[Path]:
+def play_beside(cfg: TrainConfig, env_kw: dict[str, Any], span: int | None = None
+                ) -> list[Path]:
     """Play ``cfg.beside`` on ``cfg.beside_seeds`` into ``out/<Env-vN>/<agent>/`` (same tags as
-    training); returns the folders written. Classical agents play the default action mode."""
+    training), as flat reference lines across the learner's ``0..span`` steps; returns the
+    folders written. Classical agents play the default action mode."""
     from schedgym.train.tensorboard import run_classical, run_name
 
     kw = {k: v for k, v in env_kw.items() if k not in ("scenario", "action_mode")}
@@ -608,7 +611,7 @@ def play_beside(cfg: TrainConfig, env_kw: dict[str, Any]) -> list[Path]:
         folder = Path(cfg.out) / env_folder(cfg.env_id) / run_name(agent)
         written.append(run_classical(cfg.env_id, agent, list(cfg.beside_seeds), folder,
                                      cfg.scenario, cfg.training_instances()[0], kw,
-                                     cfg.log_every))
+                                     cfg.log_every, span))
     return written
 
 

@@ -196,6 +196,12 @@ def test_beside_puts_classical_agents_on_the_same_board(tmp_path):
     learned = {t for t in read_scalars(res.run_dir) if t.startswith("schedgym/")}
     other = read_scalars(res.run_dir.parent / "random")
     assert set(other) == learned
+    # issue 23: a classical agent is a flat reference line across the learner's whole range,
+    # not a few points at the left edge
+    for tag, points in other.items():
+        steps = [s for s, _ in points]
+        assert steps[0] == 0 and steps[-1] == res.timesteps == 48, tag
+        assert len(points) > 2 and len({v for _, v in points}) == 1, tag
     with pytest.raises(ValueError, match="nosuchagent"):
         _run(tmp_path, env_id, "a2c", timesteps=48, beside=["nosuchagent"])
 
