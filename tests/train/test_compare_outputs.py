@@ -428,3 +428,26 @@ def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
         proc.kill()
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
+
+
+def test_every_ratio_runs_agent_over_reference_benchmarks_included():
+    """Issue 23: ratio_to_ref was agent / reference but hindsight_optimum_ratio optimum / agent
+    (DRF 'beat the optimum' at 0.805); the benchmark is the best FIXED allocation in hindsight."""
+    from schedgym.train.report import summarise
+    from schedgym.train.runner import EpisodeResult
+
+    def ep(agent, seed, reward):
+        return EpisodeResult(agent, seed, 1, {"reward": reward}, np.array([reward]), 0.0, 0.0)
+
+    results = [ep("drf", 0, 120.0), ep("drf", 1, 120.0), ep("ogasched", 0, 96.0),
+               ep("ogasched", 1, 96.0)]
+    bench = {(0, 0): {"hindsight_optimum": 100.0}, (0, 1): {"hindsight_optimum": 100.0}}
+    rows, legend = summarise(results, bench)
+    by = {r["agent"]: r for r in rows}
+    assert by["ogasched"]["ratio_to_ref"] == pytest.approx(0.8)  # 96 / 120, agent / reference
+    assert by["ogasched"]["hindsight_optimum_ratio"] == pytest.approx(0.96)  # agent / benchmark
+    assert by["drf"]["hindsight_optimum_ratio"] == pytest.approx(1.2)  # beats the fixed one
+    assert by["drf"]["hindsight_optimum_gap"] == pytest.approx(-20.0)
+    cols = legend["columns"]
+    assert "best fixed allocation in hindsight" in cols["hindsight_optimum_gap (files)"]
+    assert cols["hindsight_optimum_ratio (files)"].startswith("return / hindsight_optimum")
