@@ -75,8 +75,32 @@ def learned_env_kwargs(spec: str) -> dict[str, Any]:
     return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
 
 
+def check_agent_name(spec: str) -> None:
+    """An agent spec whose name is no registered agent (nor ``ALGO:path.zip``) is a
+    ``ValueError`` suggesting the closest name (``ogashed`` -> did you mean 'ogasched'?)."""
+    import difflib
+
+    from schedgym.agents import registry
+    from schedgym.train.plots import is_learned
+    from schedgym.train.runner import parse_agent_spec
+
+    if is_learned(spec):
+        return
+    name = parse_agent_spec(spec)[0]
+    known = registry.names()
+    if name in known:
+        return
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(f"agent={name!r} is invalid: {hint}must be one of {', '.join(known)}, or "
+                     "ALGO:path.zip for a trained model (schedgym list shows each env's agents)")
+
+
 def check_agents(specs: list[str]) -> None:
-    """Duplicate agent specs are an error (they would be pooled into one row)."""
+    """Unknown agent names (with a "did you mean") and duplicate agent specs (they would be
+    pooled into one row) are errors."""
+    for spec in specs:
+        check_agent_name(spec)
     seen: set[str] = set()
     for spec in specs:
         if spec in seen:
@@ -112,8 +136,9 @@ def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
 
     def notice() -> None:
         shown.set()
-        print("compiling the kernels on first use (a minute or more, once per install; "
-              "later runs load them from the cache)...", file=sys.stderr, flush=True)
+        print("preparing the agents: the first use compiles the kernels (a minute or more, "
+              "once per install; later runs load them from the cache)...", file=sys.stderr,
+              flush=True)
 
     timer = threading.Timer(after_s, notice)
     timer.daemon = True
@@ -124,7 +149,7 @@ def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
     finally:
         timer.cancel()
     if shown.is_set():
-        print(f"compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        print(f"ready after {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
 
 def warm_up(env: Any, agent: Any, steps: int = 2) -> None:
@@ -319,6 +344,8 @@ def open_store(args: argparse.Namespace) -> RunStore:
     meta = compare_meta(args.env_id, specs, _seeds(args), args.scenario, inst, overrides,
                         not args.no_benchmarks, args.reference,
                         record_steps=args.tensorboard is not None)
+    if args.out is not None:
+        check_out_folder(args.out)  # before the warm-up: a bad --out costs nothing
     validate(args.env_id, args.scenario, inst[0], overrides, specs, meta["agent_env_kwargs"])
     if args.reference is not None and args.reference not in specs:
         raise ValueError(f"reference={args.reference!r} is invalid: must be one of {specs}")

@@ -500,6 +500,8 @@ def _new_store(args: argparse.Namespace) -> RunStore:
         raise ValueError(f"--set {clash[0]}={overrides[clash[0]]!r} is invalid: experiment "
                          f"{cfg['name']!r} sweeps {clash[0]}, so the value would be ignored; "
                          "edit the sweep in a copy of the YAML instead")
+    if args.out is not None:
+        check_out_folder(args.out)  # before the warm-up: a bad --out costs nothing
     validate_experiment(cfg, overrides, inst[0])
     cmd = " ".join(["schedgym reproduce", args.experiment]
                    + ([f"--seeds {args.seeds}"] if args.seeds else [])

@@ -296,9 +296,11 @@ def _plan(cfg: TrainConfig) -> _Plan:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "
                              f"{probe.action_space}): must be one of {', '.join(allowed)}")
         if cfg.beside:
+            from schedgym.train.compare import check_agent_name
             from schedgym.train.runner import build_agent
 
             for agent_spec in cfg.beside:
+                check_agent_name(agent_spec)  # "did you mean" for a misspelt name
                 build_agent(agent_spec, probe)
         spec = metric_spec(probe)
         horizon = getattr(probe.spec, "max_episode_steps", None) or getattr(

@@ -218,3 +218,20 @@ def test_repeating_a_command_with_the_default_folder_gets_a_new_one(tmp_path, mo
     assert second.path.name == first.path.name + "-2"
     assert second.path.parent == first.path.parent
     assert (first.path / "meta.json").is_file() and (second.path / "meta.json").is_file()
+
+
+# ------------------------------------------------------------- did you mean (issue 23)
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random,ogashed"],
+                                 ["train", "ppo", GO, "--beside", "ogashed"]])
+def test_misspelt_agent_name_gets_a_did_you_mean(tmp_path, capsys, cmd):
+    assert main([*cmd, "--out", str(tmp_path / "o")]) == 2
+    line = _error_line(capsys)
+    assert "agent='ogashed' is invalid: did you mean 'ogasched'?" in line, line
+
+
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random"], ["train", "ppo", GO]])
+def test_misspelt_set_key_gets_a_did_you_mean_in_one_clean_line(tmp_path, capsys, cmd):
+    assert main([*cmd, "--set", "horizn=5", "--out", str(tmp_path / "o")]) == 2
+    line = _error_line(capsys)
+    assert "unknown parameter 'horizn'" in line and "did you mean 'horizon'?" in line, line
+    assert "was raised from the environment creator" not in line
