@@ -23,7 +23,7 @@ from schedgym.core.envbase import (
     validate_action,
 )
 from schedgym.core.validation import check_bool, check_choice, check_float, check_int
-from schedgym.envs.deadline_welfare import dynamics, viewer
+from schedgym.envs.deadline_welfare import dynamics, entities, viewer
 from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_pricing
 from schedgym.envs.deadline_welfare.generator import (
     LIMIT_PARAMS,
@@ -104,6 +104,21 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     data are float32-representable, so the observation shows them exactly. After the last job the
     observation has a zero job.
 
+    With ``obs_mode="entities"`` (default ``"flat"``, the ``Dict`` above) the observation is
+    one row per mesh unit ``(r, t)`` for the current job (``N = R * T``, entity ``r * T + t`` =
+    ``dispatch`` entry ``r * T + t``, so ``metadata["entity_action"]`` is ``"entity"`` in
+    ``dispatch`` and ``"global"`` in ``pricing``, the mode an entity policy trains in by
+    default, ``metadata["entity_action_mode"]``): ``Dict(entities=Box(low, 1, (N, 12)),
+    mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``, float32. Per unit (names in
+    ``entity_feature_names``, definitions in :data:`.entities.FEATURES`): allowed, a / a_max,
+    the marginal welfare ``(a f'(δ) + β/C) / v``, x̄ / x̄_max, ω/C before the job, the room
+    ``min(x̄, C - ω) / ρ``, ``(β/C) / v``, C / C_max, t / D, ``(t - s_n) / D`` and ``(e_n - t)
+    / D`` (in [-1, 1]; ``D = max(T - 1, 1)``), in-window; every other feature in [0, 1]. The
+    maxima are the flat boxes' upper ends (scenario bounds, not the instance's). ``mask`` is
+    ℛ_n (all 0 after the last job). ``context`` (``context_feature_names``): ρ / ρ_max, s_n /
+    D, e_n / D, window length / T, ι / v, v / v_max, progress n / N, the family one-hot, the
+    job's total room / ρ, the mesh's Σω / ΣC and the usable share |ℛ_n| / (R T).
+
     ## Rewards
     The job's contribution to social welfare, ``Σ_r f_nr(x_nr) + Σ_r β_nr x_nr / C_r`` on the
     applied dispatch, so the undiscounted return equals the social welfare ``SW`` of P1 exactly.
@@ -131,8 +146,9 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/DeadlineWelfare-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="dispatch", instance_features=False,
-    memory_limit_mb=2048, **overrides)``. Scenarios: ``paper-default``, ``paper-poisson``,
-    ``congested``, ``alibaba-gpu-2023`` (trace-driven, ``docs/trace-scenarios.md``). An explicit
+    memory_limit_mb=2048, obs_mode="flat", **overrides)``. Scenarios: ``paper-default``,
+    ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven,
+    ``docs/trace-scenarios.md``). An explicit
     ``instance`` (a :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the
     generator; overrides that it would ignore or contradict raise. Settings whose episodes would
     need more than ``memory_limit_mb`` MB (estimate: 64 bytes per job and unit) raise at
@@ -178,7 +194,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                                "action_modes": ACTION_MODES}
+                                "action_modes": ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                                "entity_action_mode": "pricing"}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
@@ -195,9 +212,11 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         action_mode: str = "dispatch",
         instance_features: bool = False,
         memory_limit_mb: float = MEMORY_LIMIT_MB,
+        obs_mode: str = "flat",
         **overrides: Any,
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, ACTION_MODES)
+        self.obs_mode: str = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
         self.instance_features: bool = check_bool("instance_features", instance_features)
         self.memory_limit_mb = check_float("memory_limit_mb", memory_limit_mb, low=0.0,
                                            low_open=True)
@@ -221,7 +240,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             else tuple(f"instance.job_limits[{i}]" for i in range(4))
         self.action_space = unit_box(instance.n_units if action_mode == "dispatch"
                                      else PRICING_DIM)
-        self.observation_space = cast(ObsSpace, self._observation_space())
+        #: The flat observation's space (laid out by :meth:`_obs_layout`, read by the vector env).
+        self._flat_space = self._observation_space()
+        self._entities = self._entity_encoder() if obs_mode == "entities" else None
+        self.observation_space = cast(ObsSpace, self._flat_space if self._entities is None
+                                      else self._entities.space)
+        self.metadata = {**type(self).metadata,
+                         "entity_action": entities.entity_action(self.action_mode)}
+        self.entity_feature_names = entities.ENTITY_FEATURE_NAMES
+        self.context_feature_names = entities.CONTEXT_FEATURE_NAMES
         self._act_dim = instance.n_units if action_mode == "dispatch" else PRICING_DIM
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
@@ -264,6 +291,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         if self.instance_features:
             obs["instance"] = frac_box(R + 2, cmax)
         return spaces.Dict(obs)
+
+    def _entity_encoder(self) -> entities.EntityEncoder:
+        """The ``obs_mode="entities"`` encoder, scaled by the flat boxes' upper ends."""
+        inst = self.instance
+        assert inst.capacity_bounds is not None
+        return entities.EntityEncoder(
+            inst.n_instances, inst.horizon, self._limits, inst.capacity_bounds[1],
+            self._v_limit(self._limits),
+            inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else None)
 
     def _v_limit(self, lim: tuple[float, float, float, float]) -> float:
         """Upper end of the ``bounds`` box: the largest ``v`` jobs within ``lim`` can give on
@@ -365,12 +401,13 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         dynamics.obs_fill(self._n, self._N, self._ep_scalars, self._ep_obs, self._family,
                           self._usage_flat, self._capacity_flat, self._capacity32,
                           self._bounds[0], self._bounds[1], self._features, buf)
-        return {key: buf[lo:hi] for key, lo, hi in self._obs_slices}
+        obs = {key: buf[lo:hi] for key, lo, hi in self._obs_slices}
+        return obs if self._entities is None else self._entities.encode(obs)
 
     def _obs_layout(self) -> None:
         """Where every observation key lies in :meth:`_obs`'s buffer (:func:`.dynamics.obs_fill`'s
         order, also the order of the returned dict's keys)."""
-        space = cast(spaces.Dict, self.observation_space).spaces
+        space = self._flat_space.spaces
         order = ("workload", "window", "allowed", "capability", "utility_coef",
                  "cluster_weight", "utility_family", "usage", "capacity", "bounds", "progress",
                  "instance")

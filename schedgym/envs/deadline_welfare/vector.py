@@ -4,6 +4,8 @@
 **kwargs)`` builds it (``kwargs`` as for ``gym.make``, including ``action_mode`` and
 ``instance_features``). One step = one job arrival in every copy. All copies share the instance
 (same ``scenario``/``instance_seed``/overrides); each has its own episode seed and job stream.
+With ``obs_mode="entities"`` the batch of flat observations is encoded by the template's
+:class:`.entities.EntityEncoder` in one batched call, row for row the single env's.
 
 Results equal ``B`` single envs under ``SyncVectorEnv`` bit for bit (observations, rewards,
 terminated/truncated, infos with Gymnasium's ``_key`` masks): ``reset(seed=s)`` seeds copy ``i``
@@ -25,7 +27,6 @@ from typing import Any, cast
 import gymnasium as gym
 import numba
 import numpy as np
-from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
@@ -216,9 +217,11 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self.instance = inst
         self.action_mode = t.action_mode
         self.metadata = {**type(self).metadata,
-                         "action_modes": t.metadata.get("action_modes", ("dispatch",))}
+                         "action_modes": t.metadata.get("action_modes", ("dispatch",)),
+                         "obs_modes": t.metadata["obs_modes"],
+                         "entity_action": t.metadata["entity_action"]}
         self.single_observation_space = t.observation_space
-        self._obs_keys = tuple(cast(spaces.Dict, t.observation_space).spaces)
+        self._obs_keys = tuple(t._flat_space.spaces)
         self.single_action_space = t.action_space
         self._action_dim = int(np.prod(t.action_space.shape or (1,)))
         self.observation_space = batch_space(t.observation_space, self.num_envs)
@@ -407,7 +410,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
     # ------------------------------------------------------------------ observations
     def _obs_layout(self) -> None:
         """Where every observation key's ``(B, size)`` block lies in :meth:`_obs`'s buffer."""
-        space = cast(spaces.Dict, self.single_observation_space).spaces
+        space = self.template._flat_space.spaces
         self._obs_blocks: dict[str, tuple[int, int]] = {}
         offsets = np.zeros(len(_OBS_ORDER), dtype=np.int64)
         k = 0
@@ -432,8 +435,9 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
                    self._bounds, self._features, self._obs_offsets, buf)
         B = self.num_envs
         blocks = self._obs_blocks
-        return {k: buf[blocks[k][0]:blocks[k][0] + B * blocks[k][1]].reshape(B, blocks[k][1])
-                for k in self._obs_keys}
+        obs = {k: buf[blocks[k][0]:blocks[k][0] + B * blocks[k][1]].reshape(B, blocks[k][1])
+               for k in self._obs_keys}
+        return obs if t._entities is None else t._entities.encode_batch(obs)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | list[int | None] | None = None,

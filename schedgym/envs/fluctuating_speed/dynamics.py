@@ -257,8 +257,12 @@ def _repair(x: np.ndarray, ld: np.ndarray, A: np.ndarray,
 
 @numba.njit(cache=True)
 def _dot(x: np.ndarray, v: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``x @ v`` through BLAS ``ddot`` (the call numpy makes), so sums match numpy bit for bit."""
-    return np.dot(x.astype(np.float64), v)
+    """``sum_e x_e v_e`` in index order. A plain loop, not BLAS ``ddot``: the order of a BLAS
+    sum depends on the kernel OpenBLAS picks for the CPU, and the rewards' bits are promised."""
+    s = 0.0
+    for e in range(x.shape[0]):
+        s += x[e] * v[e]
+    return s
 
 
 @numba.njit(cache=True)
