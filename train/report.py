@@ -211,15 +211,25 @@ def _display(rows: list[dict[str, Any]], legend: dict[str, Any]) -> list[tuple[s
     return cols
 
 
+#: Table width when stdout is not a terminal (no wrapping; rich does not pad to it).
+PIPE_WIDTH = 1000
+
+
 def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
                 files: str = "", width: int | None = None) -> None:
-    """The key columns as a table that fits the terminal (``width``: default its width);
-    every column is in the files (``summary.csv``)."""
+    """The key columns as a table that fits the terminal (``width``: default its width; piped
+    into a file or another program, which has no width, the table is never wrapped: a header
+    folded mid-word would break ``grep``/``awk``); every column is in the files
+    (``summary.csv``)."""
+    import sys
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    width = width or shutil.get_terminal_size((100, 24)).columns
+    if width is None:
+        width = (shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty()
+                 else PIPE_WIDTH)
     multi = len(legend["instances"]) > 1
     cols = _display(rows, legend)
     table = Table(title=escape(title), show_lines=False)

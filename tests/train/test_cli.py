@@ -235,3 +235,14 @@ def test_misspelt_set_key_gets_a_did_you_mean_in_one_clean_line(tmp_path, capsys
     line = _error_line(capsys)
     assert "unknown parameter 'horizn'" in line and "did you mean 'horizon'?" in line, line
     assert "was raised from the environment creator" not in line
+
+
+def test_seed_lists_are_parsed_and_bounded():
+    from schedgym.train.stats import MAX_SEEDS, parse_seeds
+
+    assert parse_seeds("0-2,7, 2") == [0, 1, 2, 7]
+    for bad in ("", "a", "-1", "4-1", "1-", "1-2-3"):
+        with pytest.raises(ValueError, match="seeds=.* is invalid"):
+            parse_seeds(bad)
+    with pytest.raises(ValueError, match=f"more than {MAX_SEEDS:,} seeds"):
+        parse_seeds("0-99999999999")  # refused before a list of 10^11 seeds is built

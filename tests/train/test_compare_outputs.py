@@ -451,3 +451,23 @@ def test_every_ratio_runs_agent_over_reference_benchmarks_included():
     cols = legend["columns"]
     assert "best fixed allocation in hindsight" in cols["hindsight_optimum_gap (files)"]
     assert cols["hindsight_optimum_ratio (files)"].startswith("return / hindsight_optimum")
+
+
+def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
+    """Issue 23: a table piped into a file wrapped its headers mid-word (at 100 columns)."""
+    from schedgym.train.report import print_table, summarise
+    from schedgym.train.runner import EpisodeResult
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    res = [EpisodeResult(a, s, 3, {"reward": r + s, "avg_reward": (r + s) / 3},
+                         np.cumsum([1.0, 1.0, r + s - 2]), 1e-3, 0.1, instance_seed=i)
+           for a, r in (("ogasched[timing=lookahead,eta0=5]", 100.0), ("drf", 90.0),
+                        ("myopic-opt", 120.0)) for i in (1000, 1001) for s in (0, 1)]
+    rows, legend = summarise(res, {})
+    print_table(rows, legend, "schedgym/GainOverhead-v0, scenario mixed-test")  # not a tty
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "agent" in line)
+    for name in ("avg reward/step", "agent/myopic-opt", "over instances min..max",
+                 "ms/decision"):
+        assert name in header, header
+    assert any("ogasched[timing=lookahead,eta0=5]" in line for line in out.splitlines())
