@@ -243,3 +243,17 @@ def test_a_bad_experiment_fails_at_the_command_line_before_any_episode(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "name=['a', 'b'] is invalid" in err[0]
     assert not out.exists()
+
+
+def test_help_and_out_option_name_the_same_run_folder():
+    """Issue 23: ``reproduce -h`` said results/reproduce/<name>/, --out another pattern."""
+    import argparse
+
+    from schedgym.train import reproduce
+
+    parser = argparse.ArgumentParser()
+    reproduce.add_parser(parser.add_subparsers())
+    sub = parser._subparsers._group_actions[0].choices["reproduce"]  # type: ignore[union-attr]
+    out_help = next(a.help for a in sub._actions if "--out" in a.option_strings)
+    folder = "results/reproduce/NAME-<overrides>-<hash>"
+    assert folder in " ".join(sub.description.split()) and folder in out_help
