@@ -295,6 +295,11 @@ def _plan(cfg: TrainConfig) -> _Plan:
         if cfg.algo not in allowed:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "
                              f"{probe.action_space}): must be one of {', '.join(allowed)}")
+        from schedgym.train.compare import compile_notice
+
+        with compile_notice():  # the env's kernels compile here on first use, said on stderr
+            probe.reset(seed=0)
+            probe.step(probe.action_space.sample())
         if cfg.beside:
             from schedgym.train.compare import check_agent_name
             from schedgym.train.runner import build_agent
