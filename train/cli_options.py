@@ -64,9 +64,12 @@ def check_out_folder(out: str | Path, what: str = "out") -> Path:
     path = Path(out)
     for p in (path, *path.parents):
         if p.exists():
+            if p == path and not p.is_dir():
+                raise ValueError(f"{what}={str(out)!r} is invalid: it names a file, not a "
+                                 "folder")
             if not p.is_dir():
-                which = "names a file" if p == path else f"is inside the file {str(p)!r}"
-                raise ValueError(f"{what}={str(out)!r} is invalid: it {which}, not a folder")
+                raise ValueError(f"{what}={str(out)!r} is not writable: {str(p)!r} is a file, "
+                                 "not a folder")
             break
     return path
 

@@ -192,11 +192,11 @@ def test_train_name_with_a_path_is_refused_before_anything_is_written(tmp_path, 
 def test_out_naming_a_file_says_so(tmp_path, capsys, cmd):
     afile = tmp_path / "afile"
     afile.write_text("keep me")
-    for out, says in ((afile, "it names a file, not a folder"),
-                      (afile / "sub", f"it is inside the file {str(afile)!r}, not a folder")):
+    for out, says in ((afile, "is invalid: it names a file, not a folder"),
+                      (afile / "sub", f"is not writable: {str(afile)!r} is a file, not a folder")):
         assert main([*cmd, "--out", str(out)]) == 2
         line = _error_line(capsys)
-        assert f"out={str(out)!r} is invalid: {says}" in line, line
+        assert f"out={str(out)!r} {says}" in line, line
         assert afile.read_text() == "keep me"
     assert main([*cmd, "--out", str(afile), "--overwrite"]) == 2  # never deletes the file
     assert "names a file" in _error_line(capsys) and afile.read_text() == "keep me"
