@@ -103,6 +103,57 @@ class WallClockLimit(BaseCallback):
         return time.perf_counter() - self._t0 < self.seconds
 
 
+class BudgetProgressBar(BaseCallback):
+    """A progress bar over the steps the binding budget reaches: ``n_steps`` steps, or, under a
+    wall-clock limit of ``seconds``, the steps the current rate reaches by then when that is
+    fewer (re-estimated as training goes, so the bar ends full where the time limit stops
+    training instead of aiming at steps it never reaches)."""
+
+    def __init__(self, n_steps: int, seconds: float | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.n_steps = int(n_steps)
+        self.seconds = seconds
+        self.bar: Any = None
+        self._t0 = 0.0
+        self._start = 0
+
+    def _on_training_start(self) -> None:
+        import time
+
+        from tqdm.auto import tqdm
+
+        self._t0 = time.perf_counter()
+        self._start = self.num_timesteps
+        self.bar = tqdm(total=self.n_steps, unit="step", dynamic_ncols=True, smoothing=0.05,
+                        desc="steps" if self.seconds is None else
+                        f"steps ({self.seconds / 60:g} min limit)")
+
+    def aim(self, done: int, elapsed: float) -> int:
+        """The bar's total after ``done`` steps in ``elapsed`` seconds: ``n_steps``, or the
+        steps reachable in the time left at the rate so far when fewer (never below ``done``)."""
+        if self.seconds is None or elapsed < 1.0 or done <= 0:
+            return self.n_steps
+        reach = done + done / elapsed * max(self.seconds - elapsed, 0.0)
+        return max(done, min(self.n_steps, int(reach)))
+
+    def _on_step(self) -> bool:
+        import time
+
+        done = self.num_timesteps - self._start
+        total = self.aim(done, time.perf_counter() - self._t0)
+        if total != self.bar.total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            done = self.num_timesteps - self._start
+            self.bar.total = max(done, 1) if done < self.bar.total else self.bar.total
+            self.bar.update(done - self.bar.n)
+            self.bar.close()
+
+
 class ResumableEvalCallback(EvalCallback):
     """SB3's ``EvalCallback`` that continues an earlier run's evaluation history.
 
@@ -134,3 +185,15 @@ class ResumableEvalCallback(EvalCallback):
                     import shutil
 
                     shutil.copyfile(best, target)
+
+    def _on_training_end(self) -> None:
+        """Evaluate the final model too when training ended (step count or wall-clock limit
+        reached) between two evaluations; not after Ctrl-C (then this is not called)."""
+        if self.eval_freq > 0 and (not self.evaluations_timesteps
+                                   or self.evaluations_timesteps[-1] != self.num_timesteps):
+            freq, self.eval_freq = self.eval_freq, 1
+            try:
+                self._on_step()
+            finally:
+                self.eval_freq = freq
+        super()._on_training_end()

@@ -33,6 +33,11 @@ SUBCOMMANDS = {
 }
 
 
+#: what ``gym.make`` appends to an env constructor's error message
+_GYM_CREATOR_SUFFIX = re.compile(r" was raised from the environment creator for \S+ with kwargs "
+                                 r"\(.*\)$")
+
+
 def user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions reported as one line with exit status 2 (see the module docstring)."""
     import gymnasium.error as gym_error
@@ -156,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("SCHEDGYM_TRACEBACK"):
             traceback.print_exc()
         msg = " ".join(str(exc).split()) or type(exc).__name__
+        msg = _GYM_CREATOR_SUFFIX.sub("", msg)  # gym.make's note repeats the keywords given
         if isinstance(exc, OSError) and exc.filename is not None and str(exc.filename) not in msg:
             msg = f"{msg}: {exc.filename}"
         print(f"schedgym {args.command}: error: {msg}", file=sys.stderr)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: Gymnasium's module prefix that imports schedgym before resolving the id.
@@ -42,6 +43,46 @@ def parse_overrides(items: list[str] | None, flag: str = "--set") -> dict[str, A
             raise ValueError(f"{flag} {item!r} is invalid: must be KEY=VALUE")
         out[key.strip()] = parse_value(val.strip())
     return out
+
+
+def check_run_name(name: Any, what: str = "--name") -> str:
+    """``name`` if it can be one folder's name inside an output folder: a non-empty string
+    without a path separator, not ``.`` or ``..`` and not hidden (so a run never writes
+    outside ``--out``); ``ValueError`` naming ``what`` otherwise."""
+    bad = (not isinstance(name, str) or not name.strip() or name.startswith(".")
+           or any(sep in name for sep in ("/", "\\", "\0")))
+    if bad:
+        raise ValueError(f"{what}={name!r} is invalid: must be a plain folder name (no path "
+                         "separator, not starting with '.')")
+    return name
+
+
+def check_out_folder(out: str | Path, what: str = "out") -> Path:
+    """``out`` as a ``Path`` if it is, or can be created as, a folder: neither it nor its
+    nearest existing parent may be a file (else ``ValueError`` saying so, rather than a later
+    "the run folder exists" or a raw ``NotADirectoryError``)."""
+    path = Path(out)
+    for p in (path, *path.parents):
+        if p.exists():
+            if p == path and not p.is_dir():
+                raise ValueError(f"{what}={str(out)!r} is invalid: it names a file, not a "
+                                 "folder")
+            if not p.is_dir():
+                raise ValueError(f"{what}={str(out)!r} is not writable: {str(p)!r} is a file, "
+                                 "not a folder")
+            break
+    return path
+
+
+def free_run_folder(path: str | Path) -> Path:
+    """``path`` if nothing is there, else the first free ``path-2``, ``path-3``, ... (a repeated
+    command gets a new run folder, as ``train`` does, and never overwrites one)."""
+    path = Path(path)
+    for k in range(1, 10_000):
+        cand = path if k == 1 else path.with_name(f"{path.name}-{k}")
+        if not cand.exists():
+            return cand
+    raise ValueError(f"out={str(path)!r}: too many runs of this name; give --out")
 
 
 def known_env_ids() -> list[str]:

@@ -33,8 +33,12 @@ episode (``render_mode="rgb_array"``) into ``<out>/record/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +46,12 @@ import numpy as np
 
 from schedgym.agents.registry import play_kwargs
 from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
-from schedgym.train.cli_options import add_env_options, parse_overrides
+from schedgym.train.cli_options import (
+    add_env_options,
+    check_out_folder,
+    free_run_folder,
+    parse_overrides,
+)
 from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
 from schedgym.train.stats import parse_seeds
 from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
@@ -68,8 +77,32 @@ def learned_env_kwargs(spec: str) -> dict[str, Any]:
     return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
 
 
+def check_agent_name(spec: str) -> None:
+    """An agent spec whose name is no registered agent (nor ``ALGO:path.zip``) is a
+    ``ValueError`` suggesting the closest name (``ogashed`` -> did you mean 'ogasched'?)."""
+    import difflib
+
+    from schedgym.agents import registry
+    from schedgym.train.plots import is_learned
+    from schedgym.train.runner import parse_agent_spec
+
+    if is_learned(spec):
+        return
+    name = parse_agent_spec(spec)[0]
+    known = registry.names()
+    if name in known:
+        return
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(f"agent={name!r} is invalid: {hint}must be one of {', '.join(known)}, or "
+                     "ALGO:path.zip for a trained model (schedgym list shows each env's agents)")
+
+
 def check_agents(specs: list[str]) -> None:
-    """Duplicate agent specs are an error (they would be pooled into one row)."""
+    """Unknown agent names (with a "did you mean") and duplicate agent specs (they would be
+    pooled into one row) are errors."""
+    for spec in specs:
+        check_agent_name(spec)
     seen: set[str] = set()
     for spec in specs:
         if spec in seen:
@@ -86,10 +119,51 @@ def validate(env_id: str, scenario: str | None, instance_seed: int, overrides: d
     check_agents(specs)
     env = make_env(env_id, scenario, instance_seed, overrides)
     env.close()
-    for spec in specs:
-        env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
-        build_agent(spec, env)
-        env.close()
+    with compile_notice():
+        for spec in specs:
+            env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
+            warm_up(env, build_agent(spec, env))
+            env.close()
+
+
+#: Seconds the warm-up may take before the command says it is compiling.
+NOTICE_AFTER_S = 3.0
+
+
+@contextlib.contextmanager
+def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
+    """Say on stderr that the kernels are compiling when the enclosed warm-up takes over
+    ``after_s`` seconds (first use after an install or a kernel change), and how long it took."""
+    shown = threading.Event()
+
+    def notice() -> None:
+        shown.set()
+        print("preparing the agents: the first use compiles the kernels (a minute or more, "
+              "once per install; later runs load them from the cache)...", file=sys.stderr,
+              flush=True)
+
+    timer = threading.Timer(after_s, notice)
+    timer.daemon = True
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+    if shown.is_set():
+        print(f"ready after {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+
+
+def warm_up(env: Any, agent: Any, steps: int = 2) -> None:
+    """Play the first ``steps`` decisions of ``agent`` in this process, before any timed episode:
+    the env's and the agent's kernels compile here (then the on-disk kernel cache serves every
+    worker), so the ``ms/decision`` column never includes a compile."""
+    obs, _ = env.reset(seed=0)
+    for k in range(steps):
+        action, _ = agent.predict(obs, episode_start=np.array([k == 0]), deterministic=True)
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
 
 
 def compare_meta(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,
@@ -188,7 +262,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="skip the offline benchmark (hindsight optimum / oracle / OPT)")
     p.add_argument("--out", default=None,
                    help="run folder (default results/compare/<env>-<scenario>-<overrides>-"
-                   "<hash>); refused if it exists, unless --overwrite")
+                   "<hash>, or the first free <...>-2, -3 when a run is there); a given "
+                   "--out that exists is refused, unless --overwrite")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="finish an interrupted run: only its missing episodes are played")
     p.add_argument("--overwrite", action="store_true",
@@ -272,11 +347,17 @@ def open_store(args: argparse.Namespace) -> RunStore:
     meta = compare_meta(args.env_id, specs, _seeds(args), args.scenario, inst, overrides,
                         not args.no_benchmarks, args.reference,
                         record_steps=args.tensorboard is not None)
+    if args.out is not None:
+        check_out_folder(args.out)  # before the warm-up: a bad --out costs nothing
     validate(args.env_id, args.scenario, inst[0], overrides, specs, meta["agent_env_kwargs"])
     if args.reference is not None and args.reference not in specs:
         raise ValueError(f"reference={args.reference!r} is invalid: must be one of {specs}")
-    out = args.out or str(Path("results/compare") / run_folder_name(
-        args.env_id, args.scenario, overrides, {k: v for k, v in meta.items()}))
+    if args.out is not None:
+        out = check_out_folder(args.out)
+    else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
+        out = Path("results/compare") / run_folder_name(
+            args.env_id, args.scenario, overrides, {k: v for k, v in meta.items()})
+        out = out if args.overwrite else free_run_folder(check_out_folder(out))
     return RunStore.create(out, meta, overwrite=args.overwrite)
 
 

@@ -192,16 +192,11 @@ def _is_schedule(text: str) -> bool:
 def load_file(algo: str, path: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """Read and validate every entry of ``configs/<algo>.yml`` (or ``path``); errors name the
     file read."""
-    import yaml
+    from schedgym.train.safe_yaml import load_yaml
 
     algo_class(algo)
     path = Path(path) if path is not None else default_config_path(algo)
-    if not path.is_file():
-        raise ValueError(f"config={str(path)!r} is invalid: file does not exist")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"config={str(path)!r} is invalid: not YAML ({exc})") from None
+    data = load_yaml(path, "config") or {}
     if not isinstance(data, dict):
         raise ValueError(f"config={str(path)!r} is invalid: must map env ids to hyperparameters")
     for name, entry in data.items():

@@ -8,13 +8,16 @@ table of a resumed run is the table of an uninterrupted one. ``--out DIR`` write
 still being written by its run); ``DIR`` is created, and an existing one is refused unless it
 holds an earlier report of the same run (its ``report-source.json`` names the run).
 
-Ratios all run the same way, **agent / reference** (1.0 = as good as the reference; the
-competitive-ratio convention "optimum / agent" appears only in the files' ``<benchmark>_ratio``
-columns). The reference is the best classical agent (highest mean return; learned agents,
-clairvoyant agents and the ceiling are never it) unless ``--reference`` names one; the
-*ceiling* is the best any online policy can do where the env has one: the ``myopic-opt`` agent
-(GainOverhead, when it is in the run), the ``oracle`` (FluctuatingSpeed, realised on the same
-draws) or the offline optimum ``OPT`` (DeadlineWelfare).
+Ratios all run the same way, **agent / reference** (1.0 = as good as the reference), the
+files' ``<benchmark>_ratio`` columns included (agent / benchmark; the competitive ratio
+OPT / ALG is its inverse). GainOverhead's benchmark ``hindsight_optimum`` is the *best fixed
+allocation in hindsight* (the regret benchmark), not the best schedule: an agent that adapts
+slot by slot can beat it (ratio above 1, negative gap). The reference is the best classical
+agent (highest mean return; learned agents, clairvoyant agents and the ceiling are never it)
+unless ``--reference`` names one; the *ceiling* is the best any online policy can do where the
+env has one: the ``myopic-opt`` agent (GainOverhead, when it is in the run), the ``oracle``
+(FluctuatingSpeed, realised on the same draws) or the offline optimum ``OPT``
+(DeadlineWelfare).
 """
 
 from __future__ import annotations
@@ -148,7 +151,7 @@ def summarise(results: Sequence[EpisodeResult], bench: dict[tuple[int, int], dic
             row[f"{name}_gap"], row[f"{name}_gap_ci"] = mean_ci([b - r.metrics["reward"]
                                                                  for r, b in got])
             row[f"{name}_ratio"], row[f"{name}_ratio_ci"] = mean_ci(
-                [b / r.metrics["reward"] for r, b in got if r.metrics["reward"] > 0])
+                [r.metrics["reward"] / b for r, b in got if b > 0])
         row["decision_ms"] = 1e3 * float(np.mean([r.decision_time for r in rs]))
         rows.append(row)
     ceil_label = None if ceil is None else (ceil[1] if ceil[0] == "agent"
@@ -171,11 +174,22 @@ def column_legend(ref: str, ceil: str | None, bench_names: Sequence[str]) -> dic
                                  "of online policies); 1 = optimal")
         cols[f"{ceil} - agent"] = f"per-episode {ceil} return minus the agent's"
     for b in bench_names:
-        cols[f"{b}_gap (files)"] = f"offline benchmark {b} minus the return, per episode"
-        cols[f"{b}_ratio (files)"] = f"{b} / return (optimum / agent: the competitive ratio)"
+        what = BENCHMARK_LABELS.get(b, f"offline benchmark {b}")
+        cols[f"{b}_gap (files)"] = f"{what} minus the return, per episode"
+        cols[f"{b}_ratio (files)"] = (f"return / {b}, agent / benchmark like every ratio here "
+                                      "(the competitive ratio OPT/ALG is its inverse)")
     cols["ms/decision"] = "mean wall-clock ms per agent.predict call"
     return cols
 
+
+#: what an offline benchmark is, where its name alone misleads (``hindsight_optimum`` is the
+#: best FIXED allocation in hindsight, which an online agent adapting slot by slot can beat)
+BENCHMARK_LABELS = {
+    "hindsight_optimum": "best fixed allocation in hindsight (the regret benchmark; an online "
+                         "agent can beat it, giving a negative gap)",
+    "oracle": "oracle's realised return (knows the hidden means)",
+    "optimum": "offline optimum OPT (knows every job in advance)",
+}
 
 #: metrics whose name invites a wrong reading, explained in ``summary.json``'s legend
 METRIC_NOTES = {
@@ -197,15 +211,25 @@ def _display(rows: list[dict[str, Any]], legend: dict[str, Any]) -> list[tuple[s
     return cols
 
 
+#: Table width when stdout is not a terminal (no wrapping; rich does not pad to it).
+PIPE_WIDTH = 1000
+
+
 def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
                 files: str = "", width: int | None = None) -> None:
-    """The key columns as a table that fits the terminal (``width``: default its width);
-    every column is in the files (``summary.csv``)."""
+    """The key columns as a table that fits the terminal (``width``: default its width; piped
+    into a file or another program, which has no width, the table is never wrapped: a header
+    folded mid-word would break ``grep``/``awk``); every column is in the files
+    (``summary.csv``)."""
+    import sys
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    width = width or shutil.get_terminal_size((100, 24)).columns
+    if width is None:
+        width = (shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty()
+                 else PIPE_WIDTH)
     multi = len(legend["instances"]) > 1
     cols = _display(rows, legend)
     table = Table(title=escape(title), show_lines=False)

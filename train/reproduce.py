@@ -2,7 +2,8 @@
 
 An experiment YAML names the env, scenario, agents, seeds, the metric and optionally parameter
 sweeps with the paper's numbers. Every setting runs as a ``schedgym compare`` (common random
-numbers across agents), and the command writes, into ``results/reproduce/<name>/``:
+numbers across agents), and the command writes, into its run folder
+``results/reproduce/NAME-<overrides>-<hash>/`` (``--out`` to choose another):
 
 - ``rows.csv``: one row per (setting, agent) with our mean ± 95% CI, the reference agent's
   improvement over it ``(Q_ref / Q_agent - 1) * 100`` (per seed, then averaged), and the paper's
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.train.cli_options import parse_overrides
+from schedgym.train.cli_options import check_out_folder, free_run_folder, parse_overrides
 from schedgym.train.runner import EpisodeResult
 from schedgym.train.stats import fmt_ci, fmt_seeds, mean_ci, parse_seeds
 from schedgym.train.store import RunStore, run_folder_name
@@ -50,11 +51,91 @@ def find_experiment(name: str) -> Path:
     raise ValueError(f"experiment={name!r} is invalid: must be a YAML path or one of {known}")
 
 
-def load_experiment(path: Path) -> dict[str, Any]:
-    """Load and validate an experiment YAML; unknown keys are errors (typos never pass)."""
-    import yaml
+def _fail(path: Path, key: str, value: Any, allowed: str) -> ValueError:
+    return ValueError(f"{path}: {key}={value!r} is invalid: must be {allowed}")
 
-    cfg = yaml.safe_load(Path(path).read_text())
+
+def _check_str(path: Path, cfg: dict[str, Any], key: str, optional: bool = False) -> None:
+    val = cfg.get(key)
+    if not (isinstance(val, str) and val) and not (optional and val is None):
+        raise _fail(path, key, val, "a non-empty string" + (" or null" if optional else ""))
+
+
+def _check_mapping(path: Path, key: str, val: Any, values: str = "") -> dict[str, Any]:
+    if val is None:
+        return {}
+    if not isinstance(val, dict) or not all(isinstance(k, str) for k in val):
+        raise _fail(path, key, val, "a mapping with string keys" + values)
+    return val
+
+
+def _check_schema(path: Path, cfg: dict[str, Any]) -> None:
+    """The type of every key, so that a bad file fails here, before any episode runs."""
+    from schedgym.train.cli_options import check_run_name, resolve_env_id
+
+    for key in ("name", "env_id", "metric"):
+        _check_str(path, cfg, key)
+    check_run_name(cfg["name"], f"{path}: name")
+    try:
+        cfg["env_id"] = resolve_env_id(cfg["env_id"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    for key in ("paper", "scenario"):
+        _check_str(path, cfg, key, optional=True)
+    agents = cfg["agents"]
+    if not (isinstance(agents, list) and agents and all(isinstance(a, str) for a in agents)):
+        raise _fail(path, "agents", agents, "a non-empty list of agent names")
+    if not isinstance(cfg["reference"], str):
+        raise _fail(path, "reference", cfg["reference"], "one of the agents")
+    for key in ("seeds", "instance_seeds"):
+        val = cfg[key]
+        if isinstance(val, bool) or not isinstance(val, str | int):
+            raise _fail(path, key, val, 'seeds as a string such as "0-4" or an integer')
+        try:
+            parse_seeds(str(val))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    if not isinstance(cfg.get("benchmarks", False), bool):
+        raise _fail(path, "benchmarks", cfg["benchmarks"], "true or false")
+    cfg["overrides"] = _check_mapping(path, "overrides", cfg["overrides"])
+    for agent, pct in _check_mapping(path, "paper_improvement_pct",
+                                     cfg.get("paper_improvement_pct"), " and number values"
+                                     ).items():
+        if isinstance(pct, bool) or not isinstance(pct, int | float):
+            raise _fail(path, f"paper_improvement_pct.{agent}", pct, "a number")
+    sweeps = cfg.get("sweeps")
+    if sweeps is not None and not (isinstance(sweeps, list) and sweeps):
+        raise _fail(path, "sweeps", sweeps, "a non-empty list of sweeps")
+    for i, sw in enumerate(sweeps or []):
+        where = f"sweeps[{i}]"
+        if not isinstance(sw, dict):
+            raise _fail(path, where, sw, "a mapping with keys " + ", ".join(sorted(SWEEP_KEYS)))
+        for key in sw:
+            if key not in SWEEP_KEYS:
+                raise ValueError(f"{path}: unknown sweep key {key!r}; allowed {sorted(SWEEP_KEYS)}")
+        if not isinstance(sw.get("parameter"), str):
+            raise _fail(path, f"{where}.parameter", sw.get("parameter"), "a parameter name")
+        if "label" in sw and not isinstance(sw["label"], str):
+            raise _fail(path, f"{where}.label", sw["label"], "a string")
+        if not (isinstance(sw.get("values"), list) and sw["values"]):
+            raise _fail(path, f"{where}.values", sw.get("values"), "a non-empty list")
+        for val in sw["values"]:
+            if isinstance(val, dict):
+                _check_mapping(path, f"{where}.values", val)
+        sw["overrides"] = _check_mapping(path, f"{where}.overrides", sw.get("overrides"))
+        for agent, vals in _check_mapping(path, f"{where}.paper", sw.get("paper")).items():
+            if not isinstance(vals, list):
+                raise _fail(path, f"{where}.paper.{agent}", vals, "a list of numbers")
+
+
+def load_experiment(path: Path) -> dict[str, Any]:
+    """Load and validate an experiment YAML (safe YAML, no aliases, at most
+    :data:`~schedgym.train.safe_yaml.MAX_BYTES`): unknown keys are errors (typos never pass) and
+    every value has the type the run needs, so a bad file fails before any episode runs."""
+    from schedgym.train.safe_yaml import load_yaml
+
+    path = Path(path)
+    cfg = load_yaml(path, "experiment")
     if not isinstance(cfg, dict):
         raise ValueError(f"{path}: must be a YAML mapping")
     for key in cfg:
@@ -67,14 +148,13 @@ def load_experiment(path: Path) -> dict[str, Any]:
     cfg.setdefault("overrides", {})
     cfg.setdefault("seeds", "0-2")
     cfg.setdefault("instance_seeds", "0")
-    cfg.setdefault("reference", cfg["agents"][0])
+    cfg.setdefault("reference", cfg["agents"][0] if isinstance(cfg["agents"], list)
+                   and cfg["agents"] else None)
+    _check_schema(path, cfg)
     if cfg["reference"] not in cfg["agents"]:
         raise ValueError(f"{path}: reference {cfg['reference']!r} is not one of the agents")
     labels = []
     for sw in cfg.get("sweeps") or []:
-        for key in sw:
-            if key not in SWEEP_KEYS:
-                raise ValueError(f"{path}: unknown sweep key {key!r}; allowed {sorted(SWEEP_KEYS)}")
         labels.append(sw.get("label", sw.get("parameter")))
         for agent, vals in (sw.get("paper") or {}).items():
             if len(vals) != len(sw["values"]):
@@ -161,14 +241,15 @@ def validate_experiment(cfg: dict[str, Any], overrides: dict[str, Any],
                         instance_seed: int = 0) -> None:
     """Build the env of every setting (and each agent once) before the first episode, so a
     bad ``--set`` value or sweep value fails at once with the env's one-line message."""
-    from schedgym.train.compare import check_agents
+    from schedgym.train.compare import check_agents, compile_notice, warm_up
     from schedgym.train.runner import build_agent, make_env
 
     check_agents(list(cfg["agents"]))
     base = make_env(cfg["env_id"], cfg["scenario"], instance_seed,
                     {**cfg["overrides"], **overrides})
-    for spec in cfg["agents"]:
-        build_agent(spec, base)
+    with compile_notice():  # kernels compile here, not inside a timed episode
+        for spec in cfg["agents"]:
+            warm_up(base, build_agent(spec, base))
     base.close()
     for st in settings(cfg, overrides):
         make_env(cfg["env_id"], cfg["scenario"], instance_seed, st["overrides"]).close()
@@ -400,7 +481,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
                    "HOST:PORT joins a cluster started with 'ray start --head'")
     p.add_argument("--out", default=None, help="run folder (default results/reproduce/NAME-"
-                   "<overrides>-<hash>); refused if it exists, unless --overwrite")
+                   "<overrides>-<hash>, or the first free <...>-2, -3 when a run is there); a "
+                   "given --out that exists is refused, unless --overwrite")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="finish an interrupted run: only its missing episodes are played")
     p.add_argument("--overwrite", action="store_true", help="replace the run folder if it exists")
@@ -418,14 +500,20 @@ def _new_store(args: argparse.Namespace) -> RunStore:
         raise ValueError(f"--set {clash[0]}={overrides[clash[0]]!r} is invalid: experiment "
                          f"{cfg['name']!r} sweeps {clash[0]}, so the value would be ignored; "
                          "edit the sweep in a copy of the YAML instead")
+    if args.out is not None:
+        check_out_folder(args.out)  # before the warm-up: a bad --out costs nothing
     validate_experiment(cfg, overrides, inst[0])
     cmd = " ".join(["schedgym reproduce", args.experiment]
                    + ([f"--seeds {args.seeds}"] if args.seeds else [])
                    + ([f"--instance-seeds {args.instance_seeds}"] if args.instance_seeds else [])
                    + [f"--set {o}" for o in args.overrides or []])
     meta = experiment_meta(cfg, seeds, overrides, inst, cmd)
-    out = args.out or str(Path("results/reproduce") / run_folder_name(
-        cfg["name"], None, overrides, meta).replace("-paper-default", "", 1))
+    if args.out is not None:
+        out = check_out_folder(args.out)
+    else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
+        out = Path("results/reproduce") / run_folder_name(
+            cfg["name"], None, overrides, meta).replace("-paper-default", "", 1)
+        out = out if args.overwrite else free_run_folder(check_out_folder(out))
     return RunStore.create(out, meta, overwrite=args.overwrite)
 
 

@@ -34,25 +34,31 @@ def fmt_ci(mean: float, half: float, digits: int = 4) -> str:
     return f(mean) if not math.isfinite(half) else f"{f(mean)} ± {f(half)}"
 
 
+#: Most seeds one option may list (``0-99999999999`` would otherwise build a list of 10^11
+#: integers before anything checks it).
+MAX_SEEDS = 100_000
+
+
+def _seed_range(part: str, text: str) -> tuple[int, int]:
+    """``"3-7"`` -> (3, 7), ``"5"`` -> (5, 5); anything else is the ``seeds`` error."""
+    try:
+        lo, hi = (int(p) for p in part.split("-", 1)) if "-" in part else (int(part),) * 2
+    except ValueError:
+        lo, hi = -1, -1
+    if lo < 0 or hi < lo:
+        raise ValueError(
+            f"seeds={text!r} is invalid: must be non-negative integers or ranges like 0-4,7")
+    return lo, hi
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``"0-4"`` -> [0..4]; ``"1,3,7"``; ``"0-2,10"``."""
+    """``"0-4"`` -> [0..4]; ``"1,3,7"``; ``"0-2,10"`` (at most :data:`MAX_SEEDS` seeds)."""
     seeds: list[int] = []
     for part in filter(None, (p.strip() for p in str(text).split(","))):
-        try:
-            if "-" in part:
-                lo, hi = (int(p) for p in part.split("-", 1))
-                if hi < lo or lo < 0:
-                    raise ValueError
-                seeds.extend(range(lo, hi + 1))
-            else:
-                v = int(part)
-                if v < 0:
-                    raise ValueError
-                seeds.append(v)
-        except ValueError:
-            raise ValueError(
-                f"seeds={text!r} is invalid: must be non-negative integers or ranges like 0-4,7"
-            ) from None
+        lo, hi = _seed_range(part, text)
+        if hi - lo + 1 + len(seeds) > MAX_SEEDS:
+            raise ValueError(f"seeds={text!r} is invalid: more than {MAX_SEEDS:,} seeds")
+        seeds.extend(range(lo, hi + 1))
     if not seeds:
         raise ValueError(f"seeds={text!r} is invalid: no seed given")
     return list(dict.fromkeys(seeds))

@@ -72,7 +72,8 @@ def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = N
     done = store.done()
     todo = [t for t in tasks if t.key not in done]
     out = SweepOutcome(skipped=len(tasks) - len(todo))
-    bar = _progress(len(todo), show_progress, desc)
+    # the bar counts agents' episodes only (benchmark tasks are no episode of an agent)
+    bar = _progress(sum(t.agent != BENCHMARK for t in todo), show_progress, desc)
 
     def on_done(task: EpisodeTask, res: Any, exc: BaseException | None) -> None:
         if exc is not None:
@@ -81,7 +82,8 @@ def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = N
         out.ran += 1
         if res["record"]["status"] != "ok":
             out.failed.append(res["record"])
-        bar.update(1)
+        if task.agent != BENCHMARK:
+            bar.update(1)
 
     try:
         run_calls(execute, todo, on_done, workers, ray)

@@ -11,7 +11,9 @@ including one added later, gets its tags with no change here:
   ``schedgym/episode/avg_reward`` (return / length) and ``schedgym/episode/length``.
 
 The x axis is the number of env steps taken so far (training: ``model.num_timesteps`` over all
-parallel envs; classical runner: steps played, episodes one after another in seed order).
+parallel envs; classical runner: steps played, episodes one after another in seed order). A
+classical agent played beside a learner (``schedgym train --beside``) is drawn instead as flat
+reference lines across the learner's step range, at its mean over the episodes played.
 
 :class:`MetricTracker` does the bookkeeping for both writers, so the SB3 callback
 (:mod:`schedgym.train.callbacks`) and :func:`log_classical` write exactly the same tags with the
@@ -201,12 +203,29 @@ def fresh_run_folder(logdir: str | Path) -> Path:
     return cand
 
 
+#: Points of a reference line (:func:`log_classical` with ``span``): enough for TensorBoard's
+#: smoothing and hover to show a flat line anywhere along the learner's x range.
+REFERENCE_POINTS = 21
+
+
+def reference_steps(span: int, points: int = REFERENCE_POINTS) -> list[int]:
+    """Evenly spaced integer steps ``0 .. span`` (both ends, no duplicates)."""
+    return sorted({int(round(x)) for x in np.linspace(0, max(int(span), 1), points)})
+
+
 def log_classical(logdir: str | Path, spec: dict[str, str],
-                  episodes: Sequence[Iterable[dict[str, float]]], log_every: int = 1000) -> Path:
+                  episodes: Sequence[Iterable[dict[str, float]]], log_every: int = 1000,
+                  span: int | None = None) -> Path:
     """Write the tags of already-played episodes (``StepRecorder.steps`` lists, in order) into a
-    new run folder, windows of ``log_every`` steps as in training. The folder is ``logdir``, or
-    ``fresh_run_folder(logdir)`` if ``logdir`` already holds a run (never deleted). Returns the
-    folder written."""
+    new run folder. The folder is ``logdir``, or ``fresh_run_folder(logdir)`` if ``logdir``
+    already holds a run (never deleted). Returns the folder written.
+
+    ``span=None``: windows of ``log_every`` steps as in training, at the steps played.
+    ``span=N`` (a learner's step count, ``schedgym train --beside``): every tag as a flat
+    reference line across ``0..N`` (:data:`REFERENCE_POINTS` points), its value the mean over
+    all the agent's steps (``step/*``) or episodes (``episode/*``): a classical agent does not
+    learn, so its few hundred steps would otherwise be a dot at the left edge of the learner's
+    curve."""
     from torch.utils.tensorboard import SummaryWriter
 
     logdir = fresh_run_folder(logdir)
@@ -218,9 +237,13 @@ def log_classical(logdir: str | Path, spec: dict[str, str],
             steps = list(steps)
             for j, vals in enumerate(steps):
                 tracker.step_values(0, vals, done=j == len(steps) - 1)
-                if tracker.window_steps >= log_every:
+                if span is None and tracker.window_steps >= log_every:
                     write_scalars(writer, tracker.pop_scalars(), tracker.total_steps)
-        if tracker.window_steps:
+        if span is not None:
+            means = tracker.pop_scalars()  # one window: every step and every episode
+            for step in reference_steps(span):
+                write_scalars(writer, means, step)
+        elif tracker.window_steps:
             write_scalars(writer, tracker.pop_scalars(), tracker.total_steps)
     finally:
         writer.close()
@@ -229,10 +252,12 @@ def log_classical(logdir: str | Path, spec: dict[str, str],
 
 def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: str | Path,
                   scenario: str | None = None, instance_seed: int = 0,
-                  overrides: dict[str, Any] | None = None, log_every: int = 1000) -> Path:
+                  overrides: dict[str, Any] | None = None, log_every: int = 1000,
+                  span: int | None = None) -> Path:
     """Play ``agent_spec`` (any agent, classical or ``ppo:model.zip``) on ``seeds`` one after
     another and write the shared tags to ``logdir`` (e.g. ``runs/GainOverhead-v0/ogasched``, or
-    ``ogasched-2`` if that one already holds a run); returns the folder written."""
+    ``ogasched-2`` if that one already holds a run); returns the folder written. ``span``: as
+    reference lines across a learner's ``0..span`` steps (:func:`log_classical`)."""
     from schedgym.train.runner import build_agent, make_env, run_episode
 
     env = make_env(env_id, scenario, instance_seed, overrides)
@@ -244,7 +269,7 @@ def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: st
         run_episode(env, agent, s, label=agent_spec, step_callback=rec)
         episodes.append(rec.steps)
     env.close()
-    return log_classical(logdir, spec, episodes, log_every)
+    return log_classical(logdir, spec, episodes, log_every, span)
 
 
 def read_scalars(logdir: str | Path) -> dict[str, list[tuple[int, float]]]:

@@ -60,6 +60,7 @@ import gymnasium as gym
 
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym.train import hyperparams as hp
+from schedgym.train.cli_options import check_out_folder, check_run_name
 from schedgym.train.tensorboard import env_folder, metric_spec
 
 #: Held-out evaluation instances when training on --instance-seeds (and none are given).
@@ -190,6 +191,9 @@ def _validate_config(cfg: TrainConfig) -> None:
     if "instance_seed" in cfg.overrides:
         raise ValueError("overrides['instance_seed'] is invalid: use instance_seed "
                          "(--instance-seed) or instance_seeds (--instance-seeds)")
+    if cfg.name is not None:
+        check_run_name(cfg.name, "name")  # a run never writes outside out
+    check_out_folder(cfg.out, "out")
     if cfg.overwrite and cfg.resume is not None:
         raise ValueError("overwrite=True with resume is invalid: resuming continues the run "
                          "folder; give one of them")
@@ -291,10 +295,17 @@ def _plan(cfg: TrainConfig) -> _Plan:
         if cfg.algo not in allowed:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "
                              f"{probe.action_space}): must be one of {', '.join(allowed)}")
+        from schedgym.train.compare import compile_notice
+
+        with compile_notice():  # the env's kernels compile here on first use, said on stderr
+            probe.reset(seed=0)
+            probe.step(probe.action_space.sample())
         if cfg.beside:
+            from schedgym.train.compare import check_agent_name
             from schedgym.train.runner import build_agent
 
             for agent_spec in cfg.beside:
+                check_agent_name(agent_spec)  # "did you mean" for a misspelt name
                 build_agent(agent_spec, probe)
         spec = metric_spec(probe)
         horizon = getattr(probe.spec, "max_episode_steps", None) or getattr(
@@ -369,7 +380,8 @@ class _Trainer:
             for env in (self.venv, self.eval_env):
                 if env is not None:
                     env.close()
-        beside = play_beside(cfg, plan.env_kw) if cfg.beside and not interrupted else []
+        beside = (play_beside(cfg, plan.env_kw, int(model.num_timesteps))
+                  if cfg.beside and not interrupted else [])
         target = plan.settings["n_timesteps"] + (self.start_steps if cfg.resume else 0)
         return TrainResult(run_dir, model_path, model, int(model.num_timesteps),
                            time.perf_counter() - self.t0, interrupted, target, beside)
@@ -404,7 +416,6 @@ class _Trainer:
         callbacks = self._callbacks(model, plan, run_dir)
         try:
             model.learn(total_timesteps=plan.settings["n_timesteps"], callback=callbacks,
-                        progress_bar=self.cfg.progress,
                         reset_num_timesteps=self.cfg.resume is None)
         except KeyboardInterrupt:
             return True
@@ -414,6 +425,7 @@ class _Trainer:
         from stable_baselines3.common.callbacks import CheckpointCallback
 
         from schedgym.train.callbacks import (
+            BudgetProgressBar,
             ResumableEvalCallback,
             SchedgymMetricsCallback,
             WallClockLimit,
@@ -439,8 +451,11 @@ class _Trainer:
             out.append(CheckpointCallback(max(ckpt // n_envs, 1), str(run_dir / "checkpoints"),
                                           name_prefix="model",
                                           save_vecnormalize=plan.settings["normalize"] is not None))
-        if cfg.max_minutes is not None:
-            out.append(WallClockLimit(60.0 * cfg.max_minutes))
+        seconds = None if cfg.max_minutes is None else 60.0 * cfg.max_minutes
+        if seconds is not None:
+            out.append(WallClockLimit(seconds))
+        if cfg.progress:
+            out.append(BudgetProgressBar(n_total, seconds))
         return out
 
     def _eval_env(self, plan: _Plan) -> Any:
@@ -590,9 +605,11 @@ def _plain(obj: Any) -> Any:
     return str(obj)
 
 
-def play_beside(cfg: TrainConfig, env_kw: dict[str, Any]) -> list[Path]:
+def play_beside(cfg: TrainConfig, env_kw: dict[str, Any], span: int | None = None
+                ) -> list[Path]:
     """Play ``cfg.beside`` on ``cfg.beside_seeds`` into ``out/<Env-vN>/<agent>/`` (same tags as
-    training); returns the folders written. Classical agents play the default action mode."""
+    training), as flat reference lines across the learner's ``0..span`` steps; returns the
+    folders written. Classical agents play the default action mode."""
     from schedgym.train.tensorboard import run_classical, run_name
 
     kw = {k: v for k, v in env_kw.items() if k not in ("scenario", "action_mode")}
@@ -601,7 +618,7 @@ def play_beside(cfg: TrainConfig, env_kw: dict[str, Any]) -> list[Path]:
         folder = Path(cfg.out) / env_folder(cfg.env_id) / run_name(agent)
         written.append(run_classical(cfg.env_id, agent, list(cfg.beside_seeds), folder,
                                      cfg.scenario, cfg.training_instances()[0], kw,
-                                     cfg.log_every))
+                                     cfg.log_every, span))
     return written
 
 
@@ -730,16 +747,19 @@ def _compare_accepts(flag: str) -> bool:
 
 
 def next_command(cfg: TrainConfig, model_path: Path) -> str:
-    """A runnable ``schedgym compare`` line for the trained model: the env's classical champion
-    (the paper's algorithm: its first registered agent) against the model, on the same env
-    settings and held-out episode seeds 100-104."""
+    """A runnable ``schedgym compare`` line racing the trained model against every classical
+    agent of the env (the table's ratios then run to the best of them, whichever it is in this
+    setting, not to the paper's algorithm) and its ceiling (``myopic-opt`` as an agent; the
+    oracle or OPT as the run's benchmark), on the same env settings and held-out episode seeds
+    100-104. ``random`` and clairvoyant agents are left out."""
     import shlex
 
     from schedgym.agents import registry
 
-    champion = next((n for n in registry.names_for(cfg.env_id) if n != "random"), "random")
+    rivals = [n for n in registry.names_for(cfg.env_id)
+              if n != "random" and not registry.is_benchmark(n)]
     return shlex.join(["schedgym", "compare", cfg.env_id, "--agents",
-                       f"{champion},{cfg.algo}:{model_path}", "--seeds", "100-104",
+                       ",".join([*rivals, f"{cfg.algo}:{model_path}"]), "--seeds", "100-104",
                        *_env_flags(cfg, compare=True)])
 
 

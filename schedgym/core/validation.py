@@ -8,6 +8,7 @@ reaches numpy.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -16,28 +17,51 @@ from typing import Any
 import numpy as np
 
 
+class UnknownParameterError(TypeError, ValueError):
+    """An unknown keyword argument (a typo, or a keyword another library passes, such as
+    TorchRL's ``frameskip``). A ``TypeError`` whose message says "unexpected keyword argument
+    'NAME'", as Python's own for a function call, so that clients that drop a keyword on that
+    error work; also a ``ValueError``, as every other invalid-parameter error here."""
+
+
 def _fail(name: str, value: Any, allowed: str) -> ValueError:
     return ValueError(f"{name}={value!r} is invalid: must be {allowed}")
+
+
+#: The largest integer :func:`check_int` accepts when no ``max_value`` is given: every size, count
+#: and index ends up in an ``int64`` (numpy arrays, compiled kernels), and products of sizes
+#: must still convert to float.
+INT64_MAX = 2**63 - 1
+
+#: Floats are taken as integers only up to this magnitude (beyond it a float is not an exact
+#: integer: ``1e308`` is no count anyone meant).
+EXACT_FLOAT_INT = 2**53
+
+
+def _as_int(name: str, value: Any, allowed: str) -> int:
+    """``value`` as a Python ``int`` (an integral float up to :data:`EXACT_FLOAT_INT` included);
+    bools, fractions, NaN/inf and larger floats raise :func:`_fail`."""
+    if isinstance(value, bool | np.bool_):  # True is not the integer 1 for a size or a seed
+        raise _fail(name, value, allowed)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        f = float(value)
+        if f.is_integer() and abs(f) <= EXACT_FLOAT_INT:
+            return int(f)
+    raise _fail(name, value, allowed)
 
 
 def check_int(
     name: str, value: Any, *, min_value: int | None = None, max_value: int | None = None
 ) -> int:
-    """Return ``value`` as an ``int`` if it is an integer in ``[min_value, max_value]``."""
+    """Return ``value`` as an ``int`` if it is an integer in ``[min_value, max_value]``
+    (``max_value`` defaults to :data:`INT64_MAX`; an integral float counts up to 2**53)."""
+    hi_value = INT64_MAX if max_value is None else max_value
     lo = "-inf" if min_value is None else str(min_value)
-    hi = "inf" if max_value is None else str(max_value)
-    allowed = f"an integer in [{lo}, {hi}]"
-    if isinstance(value, bool | np.bool_):  # True is not the integer 1 for a size or a seed
-        raise _fail(name, value, allowed)
-    if not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(float(value))
-        else:
-            raise _fail(name, value, allowed)
-    value = int(value)
-    if (min_value is not None and value < min_value) or (
-        max_value is not None and value > max_value
-    ):
+    allowed = f"an integer in [{lo}, {hi_value}]"
+    value = _as_int(name, value, allowed)
+    if (min_value is not None and value < min_value) or value > hi_value:
         raise _fail(name, value, allowed)
     return value
 
@@ -83,6 +107,28 @@ def check_range(
     try:
         lo = check_float(name, value[0], low=low, high=high)
         hi = check_float(name, value[1], low=low, high=high)
+    except ValueError:
+        raise _fail(name, value, allowed) from None
+    if lo > hi:
+        raise _fail(name, value, allowed)
+    return lo, hi
+
+
+def check_int_range(name: str, value: Any, *, low: int | None = None,
+                    high: int | None = None) -> tuple[int, int]:
+    """Return a ``(lo, hi)`` pair of integers (each as :func:`check_int` takes it, so at most
+    :data:`INT64_MAX` unless ``high`` says otherwise) with ``low <= lo <= hi <= high``."""
+    hi_value = INT64_MAX if high is None else high
+    allowed = (
+        f"a pair (lo, hi) of integers with {'' if low is None else f'{low} <= '}lo <= hi <= "
+        f"{hi_value}"
+    )
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray) \
+            or len(value) != 2:
+        raise _fail(name, value, allowed)
+    try:
+        lo = check_int(name, value[0], min_value=low, max_value=hi_value)
+        hi = check_int(name, value[1], min_value=low, max_value=hi_value)
     except ValueError:
         raise _fail(name, value, allowed) from None
     if lo > hi:
@@ -151,15 +197,22 @@ def check_seed(name: str, value: Any) -> int | None:
     """Return a non-negative integer seed, or ``None``."""
     if value is None:
         return None
-    return check_int(name, value, min_value=0)
+    allowed = "None or an integer >= 0"
+    seed = _as_int(name, value, allowed)  # no upper bound: numpy's SeedSequence takes any size
+    if seed < 0:
+        raise _fail(name, seed, allowed)
+    return seed
 
 
 def check_known_keys(name: str, given: Iterable[str], allowed: Iterable[str]) -> None:
-    """Raise if ``given`` holds a key outside ``allowed`` (catches typos in overrides)."""
+    """Raise :class:`UnknownParameterError` if ``given`` holds a key outside ``allowed`` (catches
+    typos in overrides; the message suggests the closest allowed key)."""
     allowed = sorted(allowed)
     for key in given:
         if key not in allowed:
-            raise ValueError(
-                f"{name} got an unknown parameter {key!r}: allowed parameters are "
-                + ", ".join(allowed)
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownParameterError(
+                f"{name} got an unexpected keyword argument {key!r} (an unknown parameter "
+                f"{key!r}){hint}: allowed parameters are " + ", ".join(allowed)
             )

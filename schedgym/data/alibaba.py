@@ -45,9 +45,14 @@ naming the file, the column and, for a value, the line: a missing column, a valu
 number, a value outside its unit's range (e.g. ``gpu_milli`` > 1000, v2018 ``mem_size`` > 100, a
 negative request), or no rows left after filtering.
 
-Files are streamed row by row and only the needed columns are kept, so the full traces (millions
-of rows) can be read, if slowly: pure Python, about 23 s per million ``pai_task_table`` rows on a
-shared 2-core machine (mapping them with ``build_trace_problem`` took another 13 s).
+A trace path must name a regular file (a symlink to one is fine; ``/dev/zero``, a FIFO or a
+directory is refused) of at most :data:`MAX_TRACE_BYTES` bytes (16 GiB, on disk and, for a
+``.gz`` file, decompressed too), with no line longer than :data:`MAX_LINE_CHARS` characters
+(1 MiB): each limit is one :class:`TraceFormatError` line, so a hostile or mistaken file cannot
+exhaust memory. Files are streamed row by row and only the needed columns are kept, so the full
+traces (millions of rows) can be read, if slowly: pure Python, about 23 s per million
+``pai_task_table`` rows on a shared 2-core machine (mapping them with ``build_trace_problem``
+took another 13 s).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import gzip
 import io
 import math
 import os
+import stat
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +82,8 @@ __all__ = [
     "load_gpu_v2020",
     "load_v2018",
     "SAMPLE_FILES",
+    "MAX_TRACE_BYTES",
+    "MAX_LINE_CHARS",
     "V2020_MACHINE_COLUMNS",
     "V2020_TASK_COLUMNS",
     "V2018_MACHINE_COLUMNS",
@@ -94,6 +102,12 @@ V2018_MACHINE_COLUMNS = ("machine_id", "time_stamp", "failure_domain_1", "failur
                          "cpu_num", "mem_size", "status")
 V2018_TASK_COLUMNS = ("task_name", "instance_num", "job_name", "task_type", "status", "start_time",
                       "end_time", "plan_cpu", "plan_mem")
+
+#: Largest trace file read, in bytes (on disk, and decompressed for a ``.gz`` file): 16 GiB, far
+#: above the largest upstream file, below what a machine running the env could hold anyway.
+MAX_TRACE_BYTES = 16 * 2**30
+#: Longest line of a trace file, in characters (upstream lines are under 1 KiB).
+MAX_LINE_CHARS = 2**20
 
 _NAN_TOKENS = frozenset({"", "nan", "NaN", "NAN", "null", "NULL", "None", "\\N"})
 
@@ -208,6 +222,13 @@ def _open_text(src: Any) -> io.TextIOBase:
         if os.path.isdir(src):
             raise TraceFormatError(f"{name}: is a directory, not a CSV file (give the file "
                                    "inside it)")
+        info = os.stat(src)  # follows a symlink: what is read is the file it points to
+        if not stat.S_ISREG(info.st_mode):
+            raise TraceFormatError(f"{name}: not a regular file (a device, FIFO or socket "
+                                   "cannot be a trace)")
+        if info.st_size > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"{name}: {info.st_size:,} bytes, above the limit of "
+                                   f"{MAX_TRACE_BYTES:,} bytes (MAX_TRACE_BYTES) of a trace file")
         # gzip.open owns (and closes) the file it opens, unlike GzipFile(fileobj=...)
         raw: Any = gzip.open(src, "rb") if gz else open(src, "rb")  # noqa: SIM115 - closed by the caller via the wrapper
     else:  # importlib.resources Traversable (the shipped sample): small, read into memory
@@ -222,6 +243,27 @@ def _open_text(src: Any) -> io.TextIOBase:
     return io.TextIOWrapper(raw, encoding="utf-8", newline="")
 
 
+def _capped_lines(f: io.TextIOBase, name: str) -> Iterator[str]:
+    """The lines of ``f``, refusing a line above :data:`MAX_LINE_CHARS` characters or a file
+    above :data:`MAX_TRACE_BYTES` characters in all (decompressed), before either is held in
+    memory (a newline-free file would otherwise be read whole as one line)."""
+    total = 0
+    line_no = 0
+    while True:
+        line = f.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        line_no += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise TraceFormatError(f"{name}: line {line_no} is longer than {MAX_LINE_CHARS:,} "
+                                   "characters (MAX_LINE_CHARS): not a trace CSV file")
+        total += len(line)
+        if total > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"{name}: more than {MAX_TRACE_BYTES:,} characters "
+                                   "(MAX_TRACE_BYTES) once decompressed")
+        yield line
+
+
 def _rows(
     src: Any, needed: Sequence[str], schema: Sequence[str] | None, optional: Sequence[str] = ()
 ) -> Iterator[tuple[int, dict[str, str]]]:
@@ -233,7 +275,7 @@ def _rows(
     """
     name = _display(src)
     with _open_text(src) as f:
-        reader = csv.reader(f)
+        reader = csv.reader(_capped_lines(f, name))
         try:
             first = next(reader)
         except StopIteration:

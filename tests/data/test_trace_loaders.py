@@ -258,3 +258,50 @@ def test_directory_path_is_a_trace_format_error(tmp_path):
     (tmp_path / "dir.csv").mkdir()
     with pytest.raises(TraceFormatError, match=r"dir\.csv: is a directory, not a CSV file"):
         load_gpu_v2023(tmp_path / "dir.csv", tmp_path / "dir.csv")
+
+
+def test_a_symlink_to_a_device_or_a_fifo_is_refused(tmp_path):
+    """Issue 23: a trace that is a symlink to /dev/zero was read until memory ran out."""
+    import os
+
+    zero = tmp_path / "nodes.csv"
+    zero.symlink_to("/dev/zero")
+    pods = _write(tmp_path / "pods.csv", V2023_PODS)
+    with pytest.raises(TraceFormatError, match=r"nodes\.csv: not a regular file"):
+        load_gpu_v2023(zero, pods)
+    fifo = tmp_path / "fifo.csv.gz"
+    os.mkfifo(fifo)
+    with pytest.raises(TraceFormatError, match=r"fifo\.csv\.gz: not a regular file"):
+        load_gpu_v2020(fifo, pods)
+    good = _write(tmp_path / "real_nodes.csv", V2023_NODES)
+    link = tmp_path / "link.csv"
+    link.symlink_to(good)  # a symlink to a regular file is fine
+    assert load_gpu_v2023(link, pods).n_nodes == load_gpu_v2023(good, pods).n_nodes
+
+
+def test_a_line_without_end_is_refused_before_it_is_held(tmp_path):
+    from schedgym.data.alibaba import MAX_LINE_CHARS
+
+    nodes = _write(tmp_path / "nodes.csv", V2023_NODES)
+    long = tmp_path / "pods.csv"
+    long.write_text(V2023_PODS + "x" * (MAX_LINE_CHARS + 10))
+    with pytest.raises(TraceFormatError, match=r"pods\.csv: line \d+ is longer than"):
+        load_gpu_v2023(nodes, long)
+    bomb = tmp_path / "pods.csv.gz"  # a small gzip of one huge line (gzip bomb)
+    bomb.write_bytes(gzip.compress(b"\0" * (4 * MAX_LINE_CHARS)))
+    with pytest.raises(TraceFormatError, match=r"pods\.csv\.gz: line 1 is longer than"):
+        load_gpu_v2023(nodes, bomb)
+
+
+def test_files_above_the_size_cap_are_refused(tmp_path, monkeypatch):
+    from schedgym.data import alibaba
+
+    nodes = _write(tmp_path / "nodes.csv", V2023_NODES)
+    pods = _write(tmp_path / "pods.csv", V2023_PODS)
+    gz = tmp_path / "pods.csv.gz"
+    gz.write_bytes(gzip.compress(V2023_PODS.encode()))
+    monkeypatch.setattr(alibaba, "MAX_TRACE_BYTES", len(V2023_PODS) - 1)
+    with pytest.raises(TraceFormatError, match=r"pods\.csv: \d+ bytes, above the limit"):
+        load_gpu_v2023(nodes, pods)
+    with pytest.raises(TraceFormatError, match=r"pods\.csv\.gz: more than .* decompressed"):
+        load_gpu_v2023(nodes, gz)  # small on disk, above the cap once decompressed

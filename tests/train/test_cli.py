@@ -174,3 +174,75 @@ def test_console_script_entry_point_runs():
                            "main; sys.exit(main(['--version']))"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("schedgym ")
+
+
+# ------------------------------------------------------------- run folders (issue 23)
+@pytest.mark.parametrize("name", ["../../x", "a/b", "..", ".hidden", "", "a\\b"])
+def test_train_name_with_a_path_is_refused_before_anything_is_written(tmp_path, capsys, name):
+    out = tmp_path / "deep" / "out"
+    rc = main(["train", "ppo", GO, "--name", name, "--out", str(out), "--timesteps", "8"])
+    assert rc == 2
+    assert f"name={name!r} is invalid: must be a plain folder name" in _error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("cmd", [["train", "ppo", GO, "--timesteps", "8"],
+                                 ["compare", GO, "--agents", "random"],
+                                 ["reproduce", "ogasched-headline"]])
+def test_out_naming_a_file_says_so(tmp_path, capsys, cmd):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out, says in ((afile, "is invalid: it names a file, not a folder"),
+                      (afile / "sub", f"is not writable: {str(afile)!r} is a file, not a folder")):
+        assert main([*cmd, "--out", str(out)]) == 2
+        line = _error_line(capsys)
+        assert f"out={str(out)!r} {says}" in line, line
+        assert afile.read_text() == "keep me"
+    assert main([*cmd, "--out", str(afile), "--overwrite"]) == 2  # never deletes the file
+    assert "names a file" in _error_line(capsys) and afile.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random", "--set", "horizon=5"],
+                                 ["reproduce", "ogasched-headline", "--set", "horizon=5"]])
+def test_repeating_a_command_with_the_default_folder_gets_a_new_one(tmp_path, monkeypatch, cmd):
+    """Issue 23: running README's main job a second time exited 2 (the run folder exists)."""
+    from schedgym.train import compare, reproduce
+
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(cmd)
+    opener = compare.open_store if cmd[0] == "compare" else reproduce._new_store
+    first = opener(args)
+    first.close()
+    second = opener(args)
+    second.close()
+    assert second.path.name == first.path.name + "-2"
+    assert second.path.parent == first.path.parent
+    assert (first.path / "meta.json").is_file() and (second.path / "meta.json").is_file()
+
+
+# ------------------------------------------------------------- did you mean (issue 23)
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random,ogashed"],
+                                 ["train", "ppo", GO, "--beside", "ogashed"]])
+def test_misspelt_agent_name_gets_a_did_you_mean(tmp_path, capsys, cmd):
+    assert main([*cmd, "--out", str(tmp_path / "o")]) == 2
+    line = _error_line(capsys)
+    assert "agent='ogashed' is invalid: did you mean 'ogasched'?" in line, line
+
+
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random"], ["train", "ppo", GO]])
+def test_misspelt_set_key_gets_a_did_you_mean_in_one_clean_line(tmp_path, capsys, cmd):
+    assert main([*cmd, "--set", "horizn=5", "--out", str(tmp_path / "o")]) == 2
+    line = _error_line(capsys)
+    assert "unknown parameter 'horizn'" in line and "did you mean 'horizon'?" in line, line
+    assert "was raised from the environment creator" not in line
+
+
+def test_seed_lists_are_parsed_and_bounded():
+    from schedgym.train.stats import MAX_SEEDS, parse_seeds
+
+    assert parse_seeds("0-2,7, 2") == [0, 1, 2, 7]
+    for bad in ("", "a", "-1", "4-1", "1-", "1-2-3"):
+        with pytest.raises(ValueError, match="seeds=.* is invalid"):
+            parse_seeds(bad)
+    with pytest.raises(ValueError, match=f"more than {MAX_SEEDS:,} seeds"):
+        parse_seeds("0-99999999999")  # refused before a list of 10^11 seeds is built

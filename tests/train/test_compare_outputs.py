@@ -305,3 +305,169 @@ def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
     kw = {"action_mode": "scores", "instance_features": True, "feedback_stats": True}
     (model.parent / "run.json").write_text(json.dumps({"env_kwargs": {**kw, "horizon": 50}}))
     assert learned_env_kwargs(f"ppo:{model}") == kw
+
+
+# ----------------------------------------------------------- compile out of timing (issue 23)
+class _SlowFirstAgent:
+    """Stands for an agent whose first ``predict`` compiles its kernels (0.3 s), later ones
+    instant."""
+
+    def __init__(self, env):
+        self.action_space = env.action_space
+        self.calls = 0
+
+    def predict(self, obs, episode_start=None, deterministic=True):
+        import time
+
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(0.3)
+        return self.action_space.sample(), None
+
+
+def test_a_compile_in_the_first_decision_stays_out_of_decision_time():
+    """Issue 23: a first run's ms/decision included the compile (OgaSched 17.3 vs 0.13 warm)."""
+    import gymnasium as gym
+
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train.runner import run_episode
+
+    env = gym.make(GO, **small_overrides(GO))
+    res = run_episode(env, _SlowFirstAgent(env), seed=0)
+    assert res.steps > 2
+    assert res.decision_time < 0.05, res.decision_time  # 0.3 s / steps would be above 0.02
+    assert res.wall_time >= 0.3
+
+
+def test_compile_notice_is_said_on_stderr_only_when_the_warm_up_is_slow(capsys):
+    import time
+
+    from schedgym.train.compare import compile_notice
+
+    with compile_notice(after_s=0.05):
+        time.sleep(0.3)
+    err = capsys.readouterr().err
+    assert "the first use compiles the kernels" in err and "ready after" in err
+    with compile_notice(after_s=5.0):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train import compare
+
+    played = []
+    monkeypatch.setattr(compare, "warm_up", lambda env, agent: played.append(type(agent)))
+    compare.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
+    assert len(played) == 2
+
+
+def test_the_progress_bar_counts_agents_episodes_only(tmp_path, monkeypatch):
+    """Issue 23: compare's bar counted the benchmark tasks as episodes."""
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train import sweep
+
+    bars = []
+
+    class _Bar:
+        def __init__(self, total):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def update(self, n=1):
+            self.n += n
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sweep, "_progress", lambda total, show, desc: _Bar(total))
+    rc = cli(["compare", GO, "--agents", "random,random[seed=3]", "--seeds", "0-1",
+              *_sets(GO), "--out", str(tmp_path / "c"), "--workers", "1", "--no-plots"])
+    assert rc == 0
+    assert [(b.total, b.n) for b in bars] == [(4, 4)]  # 2 agents x 2 seeds, not + 2 benchmarks
+
+
+_SLOW_PLOTS = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+from schedgym.train import plots
+from schedgym.train.cli import main
+
+def slow(*args, **kwargs):
+    print("PLOTTING", flush=True)
+    time.sleep(60)
+
+if __name__ == "__main__":
+    plots.plot_curves = slow
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
+    """Issue 23: a Ctrl-C while the plots were written must not end in exit status 0."""
+    import signal
+    import subprocess
+    import sys
+
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+
+    script = tmp_path / "slow_plots.py"
+    script.write_text(_SLOW_PLOTS)
+    proc = subprocess.Popen([sys.executable, str(script), "compare", GO, "--agents", "random",
+                             "--seeds", "0", *_sets(GO), "--out", str(tmp_path / "c"),
+                             "--workers", "1", "--quiet", "--no-benchmarks"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("PLOTTING"):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+
+
+def test_every_ratio_runs_agent_over_reference_benchmarks_included():
+    """Issue 23: ratio_to_ref was agent / reference but hindsight_optimum_ratio optimum / agent
+    (DRF 'beat the optimum' at 0.805); the benchmark is the best FIXED allocation in hindsight."""
+    from schedgym.train.report import summarise
+    from schedgym.train.runner import EpisodeResult
+
+    def ep(agent, seed, reward):
+        return EpisodeResult(agent, seed, 1, {"reward": reward}, np.array([reward]), 0.0, 0.0)
+
+    results = [ep("drf", 0, 120.0), ep("drf", 1, 120.0), ep("ogasched", 0, 96.0),
+               ep("ogasched", 1, 96.0)]
+    bench = {(0, 0): {"hindsight_optimum": 100.0}, (0, 1): {"hindsight_optimum": 100.0}}
+    rows, legend = summarise(results, bench)
+    by = {r["agent"]: r for r in rows}
+    assert by["ogasched"]["ratio_to_ref"] == pytest.approx(0.8)  # 96 / 120, agent / reference
+    assert by["ogasched"]["hindsight_optimum_ratio"] == pytest.approx(0.96)  # agent / benchmark
+    assert by["drf"]["hindsight_optimum_ratio"] == pytest.approx(1.2)  # beats the fixed one
+    assert by["drf"]["hindsight_optimum_gap"] == pytest.approx(-20.0)
+    cols = legend["columns"]
+    assert "best fixed allocation in hindsight" in cols["hindsight_optimum_gap (files)"]
+    assert cols["hindsight_optimum_ratio (files)"].startswith("return / hindsight_optimum")
+
+
+def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
+    """Issue 23: a table piped into a file wrapped its headers mid-word (at 100 columns)."""
+    from schedgym.train.report import print_table, summarise
+    from schedgym.train.runner import EpisodeResult
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    res = [EpisodeResult(a, s, 3, {"reward": r + s, "avg_reward": (r + s) / 3},
+                         np.cumsum([1.0, 1.0, r + s - 2]), 1e-3, 0.1, instance_seed=i)
+           for a, r in (("ogasched[timing=lookahead,eta0=5]", 100.0), ("drf", 90.0),
+                        ("myopic-opt", 120.0)) for i in (1000, 1001) for s in (0, 1)]
+    rows, legend = summarise(res, {})
+    print_table(rows, legend, "schedgym/GainOverhead-v0, scenario mixed-test")  # not a tty
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "agent" in line)
+    for name in ("avg reward/step", "agent/myopic-opt", "over instances min..max",
+                 "ms/decision"):
+        assert name in header, header
+    assert any("ogasched[timing=lookahead,eta0=5]" in line for line in out.splitlines())

@@ -127,3 +127,23 @@ def test_action_mode_entry_is_preferred(tmp_path):
     assert hp.load_config("ppo", env_id, p, "prices")["n_steps"] == 64  # no entry of its own
     assert hp.load_config("ppo", env_id, p)["n_steps"] == 64
     assert hp.load_config("ppo", "schedgym/Other-v0", p, "fractions")["n_steps"] == 16
+
+
+@pytest.mark.parametrize("text,match", [
+    ("default: !!python/object/apply:os.system ['echo pwned']\n", "could not determine"),
+    ("a: &a {n_steps: 8}\ndefault: *a\n", r"alias \(\*a\) is not allowed"),
+    ("default: [\n", "line 2"),
+])
+def test_hyperparameter_files_are_safe_alias_free_yaml(tmp_path, text, match):
+    """Issue 23: a hyperparameter file is data: no tags that build objects, no alias bombs."""
+    path = tmp_path / "hp.yml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"config='{path}' is invalid: .*{match}"):
+        hp.load_file("ppo", path)
+
+
+def test_hyperparameter_file_that_is_not_a_regular_file_is_refused(tmp_path):
+    link = tmp_path / "hp.yml"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(ValueError, match="not a regular file"):
+        hp.load_file("ppo", link)

@@ -182,3 +182,78 @@ def test_benchmark_gap_metric_is_the_regret_per_episode(tmp_path):
     env.reset(seed=0)
     want = offline.episode_benchmarks(env)["hindsight_optimum"] - res.metrics["reward"]
     assert rows[0]["hindsight_optimum_gap"] == pytest.approx(want, rel=1e-9)
+
+
+_GOOD = ("name: x\nenv_id: schedgym/GainOverhead-v0\nagents: [drf]\nmetric: reward\n"
+         "overrides: {horizon: 5}\n")
+
+
+@pytest.mark.parametrize("text,match", [
+    ("!!python/object/apply:os.system ['echo pwned']\n", "could not determine a constructor"),
+    (_GOOD.replace("name: x", "name: !!python/name:os.system"), "could not determine"),
+    (_GOOD.replace("name: x", "name: [a, b]"), r"name=\['a', 'b'\] is invalid"),
+    (_GOOD.replace("name: x", "name: ../../escape"), "plain folder name"),
+    (_GOOD.replace("env_id: schedgym/GainOverhead-v0", "env_id: 5"), "env_id=5 is invalid"),
+    (_GOOD.replace("env_id: schedgym/GainOverhead-v0", "env_id: GainOverhed"), "did you mean"),
+    (_GOOD.replace("agents: [drf]", "agents: drf"), "agents='drf' is invalid"),
+    (_GOOD.replace("agents: [drf]", "agents: [drf, 3]"), "agents=.* is invalid"),
+    (_GOOD.replace("metric: reward", "metric: [reward]"), "metric=.* is invalid"),
+    (_GOOD + "seeds: [0, 1]\n", "seeds=.* is invalid"),
+    (_GOOD + "seeds: 4-1\n", "seeds='4-1' is invalid"),
+    (_GOOD.replace("overrides: {horizon: 5}", "overrides: [horizon]"), "overrides=.* invalid"),
+    (_GOOD + "sweeps: {parameter: horizon}\n", "sweeps=.* is invalid"),
+    (_GOOD + "sweeps:\n  - {parameter: horizon, values: 5}\n", r"sweeps\[0\].values=5"),
+    (_GOOD + "sweeps:\n  - [horizon]\n", r"sweeps\[0\]=\['horizon'\] is invalid"),
+    (_GOOD + "benchmarks: yes please\n", "benchmarks='yes please' is invalid"),
+    (_GOOD + "paper_improvement_pct: {drf: high}\n", "paper_improvement_pct.drf='high'"),
+    ("a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n", r"alias \(\*a\) is not allowed"),
+    ("name: [unclosed\n", "line 2"),
+])
+def test_bad_experiment_files_are_one_clear_error(tmp_path, text, match):
+    """Issue 23: tags, wrong types and alias bombs gave tracebacks or MemoryError, and
+    ``name: [a, b]`` failed only after every episode had run."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        load_experiment(bad)
+
+
+def test_experiment_files_must_be_small_regular_files(tmp_path):
+    from schedgym.train.safe_yaml import MAX_BYTES
+
+    big = tmp_path / "big.yml"
+    big.write_text(_GOOD + "#" * MAX_BYTES + "\n")
+    with pytest.raises(ValueError, match="byte limit"):
+        load_experiment(big)
+    link = tmp_path / "zero.yml"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_experiment(link)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_experiment(tmp_path / "missing.yml")
+
+
+def test_a_bad_experiment_fails_at_the_command_line_before_any_episode(tmp_path, capsys):
+    from .sweep_cli import main as cli
+
+    bad = tmp_path / "bad.yml"
+    bad.write_text(_GOOD.replace("name: x", "name: [a, b]"))
+    out = tmp_path / "r"
+    rc = cli(["reproduce", str(bad), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "name=['a', 'b'] is invalid" in err[0]
+    assert not out.exists()
+
+
+def test_help_and_out_option_name_the_same_run_folder():
+    """Issue 23: ``reproduce -h`` said results/reproduce/<name>/, --out another pattern."""
+    import argparse
+
+    from schedgym.train import reproduce
+
+    parser = argparse.ArgumentParser()
+    reproduce.add_parser(parser.add_subparsers())
+    sub = parser._subparsers._group_actions[0].choices["reproduce"]  # type: ignore[union-attr]
+    out_help = next(a.help for a in sub._actions if "--out" in a.option_strings)
+    folder = "results/reproduce/NAME-<overrides>-<hash>"
+    assert folder in " ".join(sub.description.split()) and folder in out_help

@@ -163,6 +163,32 @@ def test_wall_clock_budget_stops_and_saves(tmp_path):
     assert res.model_path.is_file() and res.timesteps < 10**7
 
 
+def test_the_final_model_is_evaluated_when_the_wall_clock_stops_training(tmp_path):
+    """Issue 23: with --max-minutes the evaluations stopped at 80k of 106k steps."""
+    res = _run(tmp_path, GO, "a2c", timesteps=10**7, max_minutes=0.05,
+               eval_freq=10**6, checkpoint_freq=0)
+    with np.load(res.run_dir / "evaluations.npz") as ev:
+        assert int(ev["timesteps"][-1]) == res.timesteps < 10**6
+
+
+def test_the_final_model_is_evaluated_once_when_steps_end_between_evaluations(tmp_path):
+    res = _run(tmp_path, GO, "a2c", timesteps=48, eval_freq=32, checkpoint_freq=0)
+    with np.load(res.run_dir / "evaluations.npz") as ev:
+        assert list(ev["timesteps"]) == [32, 48]  # the one at 32, then the final model
+
+
+def test_the_progress_bar_aims_at_the_budget_that_binds():
+    from schedgym.train.callbacks import BudgetProgressBar
+
+    steps_only = BudgetProgressBar(1000)
+    assert steps_only.aim(100, 10.0) == 1000
+    timed = BudgetProgressBar(1000, seconds=60.0)
+    assert timed.aim(100, 10.0) == 600  # 10 steps/s for 50 s more: the time limit binds
+    assert timed.aim(500, 10.0) == 1000  # the step count binds
+    assert timed.aim(700, 61.0) == 700  # past the limit: what was done
+    assert timed.aim(5, 0.5) == 1000  # no rate yet
+
+
 def test_beside_puts_classical_agents_on_the_same_board(tmp_path):
     env_id = GO
     res = _run(tmp_path, env_id, "a2c", timesteps=48, eval_freq=0, checkpoint_freq=0,
@@ -170,6 +196,12 @@ def test_beside_puts_classical_agents_on_the_same_board(tmp_path):
     learned = {t for t in read_scalars(res.run_dir) if t.startswith("schedgym/")}
     other = read_scalars(res.run_dir.parent / "random")
     assert set(other) == learned
+    # issue 23: a classical agent is a flat reference line across the learner's whole range,
+    # not a few points at the left edge
+    for tag, points in other.items():
+        steps = [s for s, _ in points]
+        assert steps[0] == 0 and steps[-1] == res.timesteps == 48, tag
+        assert len(points) > 2 and len({v for _, v in points}) == 1, tag
     with pytest.raises(ValueError, match="nosuchagent"):
         _run(tmp_path, env_id, "a2c", timesteps=48, beside=["nosuchagent"])
 
@@ -179,3 +211,22 @@ def test_observation_normalisation_warns(tmp_path):
         train("a2c", GO, timesteps=16, out=tmp_path,
               overrides=small_overrides(GO), eval_freq=0,
               checkpoint_freq=0, hyperparams={"normalize": True, "n_envs": 1})
+
+
+def test_training_steps_the_env_once_under_the_compile_notice(tmp_path, monkeypatch):
+    """Issue 23: the first use compiles for a minute with nothing said; train now steps its env
+    once inside compare's compile_notice (which speaks when that takes long)."""
+    import contextlib
+
+    from schedgym.train import compare
+
+    entered = []
+
+    @contextlib.contextmanager
+    def notice():
+        entered.append(True)
+        yield
+
+    monkeypatch.setattr(compare, "compile_notice", notice)
+    _run(tmp_path, GO, "a2c", timesteps=16, eval_freq=0, checkpoint_freq=0)
+    assert entered == [True]

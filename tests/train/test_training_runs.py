@@ -178,8 +178,21 @@ def test_next_command_is_runnable_and_keeps_the_env_settings(tmp_path):
     cmd = shlex.split(next_command(cfg, tmp_path / "m.zip"))
     assert "<" not in " ".join(cmd)
     assert cmd[:3] == ["schedgym", "compare", GO]
-    assert cmd[cmd.index("--agents") + 1] == f"ogasched,a2c:{tmp_path / 'm.zip'}"
+    # issue 23: raced against every classical agent and the ceiling, not the paper's agent only
+    from schedgym.agents import registry
+
+    agents = cmd[cmd.index("--agents") + 1].split(",")
+    classical = [n for n in registry.names_for(GO)
+                 if n != "random" and not registry.is_benchmark(n)]
+    assert agents == [*classical, f"a2c:{tmp_path / 'm.zip'}"]
+    assert {"ogasched", "drf", "fairness", "binpacking", "spreading", "myopic-opt"} <= set(agents)
+    assert "--no-benchmarks" not in cmd  # the oracle / OPT ceiling is a benchmark elsewhere
     assert "utility=mixed" in cmd
+    from schedgym.envs.fluctuating_speed import ENV_ID as FS
+
+    fs = shlex.split(next_command(_cfg(tmp_path, env_id=FS, overrides={}), tmp_path / "m.zip"))
+    fs_agents = fs[fs.index("--agents") + 1].split(",")
+    assert "esdp-aa" in fs_agents and "oracle" not in fs_agents and "random" not in fs_agents
 
 
 def test_run_json_records_env_kwargs_and_instances(tmp_path):

@@ -23,7 +23,13 @@ import numpy as np
 from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.graph import check_edges, edge_mask
 from schedgym.core.resources import RESOURCE_NAMES
-from schedgym.core.validation import check_array, check_float, check_int, check_range
+from schedgym.core.validation import (
+    check_array,
+    check_float,
+    check_int,
+    check_int_range,
+    check_range,
+)
 
 
 def _norm_cdf(x: np.ndarray) -> np.ndarray:
@@ -170,10 +176,7 @@ MEMORY_LIMIT_MB = 4096.0
 
 
 def _int_range(name: str, value: Any, low: int) -> tuple[int, int]:
-    lo, hi = check_range(name, value, low=low)
-    if lo != int(lo) or hi != int(hi):
-        raise ValueError(f"{name}={value!r} is invalid: must be a pair of integers (lo, hi)")
-    return int(lo), int(hi)
+    return check_int_range(name, value, low=low)
 
 
 def _arrival_prob(value: Any, n_types: int) -> float | tuple[float, ...]:
