@@ -26,8 +26,8 @@ goes through the same kernel; its ``action_clip`` info is kept) and so does
 observation) and ``feedback_stats=True`` (running sums kept per copy, the entries built by the
 single env's :func:`~.dynamics.feedback_stats`), and ``obs_mode="entities"`` (the kernel writes
 the flat entries into scratch arrays, from which the single env's
-:func:`~.entities.observation` builds every copy's rows at once). Not supported: ``render_mode`` (refused at
-construction: render through ``vectorization_mode="sync"``).
+:func:`~.entities.observation` builds every copy's rows at once). Not supported:
+``render_mode`` (refused at construction: render through ``vectorization_mode="sync"``).
 """
 
 from __future__ import annotations
