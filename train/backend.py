@@ -37,7 +37,7 @@ from schedgym.train.store import BENCHMARK
 #: env kwargs of a learned agent's ``run.json`` that ``compare`` applies when playing it: how
 #: the agent sees and acts on the env (mode), not which world it faces (scenario, overrides,
 #: seeds stay the run's, so common random numbers are kept).
-PLAY_KEYS = ("action_mode", "instance_features", "arrivals", "feedback_stats")
+PLAY_KEYS = ("action_mode", "instance_features", "arrivals", "feedback_stats", "obs_mode")
 
 OnDone = Callable[[Any, Any, BaseException | None], None]
 
