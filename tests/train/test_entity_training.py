@@ -115,3 +115,16 @@ def test_entity_setup_choices():
         entity_env_kwargs("ppo", ENV_ID, "selection")
     path = entity_config_path("ppo", ENV_ID)
     assert path is not None and path.name == "fluctuating-speed-entity-ppo.yml"
+
+
+def test_command_line_policy_flag(entity_run):
+    from schedgym.train.cli import build_parser
+    from schedgym.train.training import TrainResult, config_from_args, resume_command
+
+    args = build_parser().parse_args(["train", "ppo", ENV_ID, "--policy", "entity"])
+    cfg = config_from_args(args)
+    assert cfg.policy == "entity"
+    res = TrainResult(entity_run.run_dir, entity_run.model_path, None, 10, 1.0, True, 20)
+    assert "--policy entity" in resume_command(cfg, res)
+    with pytest.raises(ValueError, match="policy='mlp' is invalid"):
+        train("ppo", ENV_ID, policy="mlp")
