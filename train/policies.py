@@ -160,7 +160,8 @@ class EntityPolicy(ActorCriticPolicy):
       masked max of ``h`` (0 when no entity is masked in), with the context:
       ``g = [mean, max, c]`` ``(B, 2H + C)``;
     - value head: ``g -> H -> 1``;
-    - action mean: ``action_layout="entity"`` (the contract's ``entity_action == "entity"``:
+    - action mean (masked-in entities only; 0 for the others, which the env ignores):
+      ``action_layout="entity"`` (the contract's ``entity_action == "entity"``:
       action entry ``i`` belongs to entity ``i``, action shape ``(N,)``): one shared head
       ``[h_i, g] -> H -> 1`` per entity, so permuting the entities permutes the actions;
       ``"global"`` (a fixed action vector): ``g -> H -> action_dim``.
@@ -240,25 +241,40 @@ class EntityPolicy(ActorCriticPolicy):
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def heads(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """``(action mean (B, action_dim), value (B, 1), mask (B, N))`` of a batch."""
+        """``(action mean (B, action_dim), value (B, 1), mask (B, N))`` of a batch.
+
+        Only the masked-in rows go through the networks (the others neither enter the pooling
+        nor get an action the env reads; their action mean is 0), so the cost scales with the
+        entities that matter, not with ``N``.
+        """
         o = preprocess_obs(obs, self.observation_space, normalize_images=False)
         assert isinstance(o, dict)
         ent, mask, ctx = o["entities"], o["mask"], o["context"]
         B, N, _ = ent.shape
-        h = self.encoder(th.cat([ent, ctx[:, None, :].expand(B, N, ctx.shape[-1])], dim=-1))
-        m = (mask > 0.5)[..., None]
-        count = m.sum(dim=1).clamp_min(1)
-        mean = th.where(m, h, th.zeros_like(h)).sum(dim=1) / count
+        on = mask > 0.5
+        rows = on.reshape(-1).nonzero().squeeze(1)  # flat (b * N + i) indices, (M,)
+        batch = th.div(rows, N, rounding_mode="floor")
+        x = th.cat([ent.reshape(B * N, -1)[rows], ctx[batch]], dim=-1)
+        h_rows = self.encoder(x)  # (M, H)
+        H = h_rows.shape[-1]
+        h = h_rows.new_zeros((B * N, H)).index_copy(0, rows, h_rows).view(B, N, H)
+        m = on[..., None]
+        mean = h.sum(dim=1) / m.sum(dim=1).clamp_min(1)
         top = th.where(m, h, th.full_like(h, -th.inf)).amax(dim=1)
         top = th.where(m.any(dim=1), top, th.zeros_like(top))
         g = th.cat([mean, top, ctx], dim=-1)
         value = self.value_net(g)
         if self.action_layout == "entity":
-            mu = self.action_net(th.cat([h, g[:, None, :].expand(B, N, g.shape[-1])],
-                                        dim=-1)).squeeze(-1)
+            # action_net[0] on [h_i, g], split: the g part once per observation
+            first = self.action_net[0]
+            assert isinstance(first, nn.Linear)
+            w_h, w_g = first.weight[:, :H], first.weight[:, H:]
+            z = h_rows @ w_h.T + (g @ w_g.T + first.bias)[batch]
+            mu_rows = self.action_net[2:](self.action_net[1](z)).squeeze(-1)
+            mu = mu_rows.new_zeros(B * N).index_copy(0, rows, mu_rows).view(B, N)
         else:
             mu = self.action_net(g)
-        return mu, value, (mask > 0.5).float()
+        return mu, value, on.float()
 
     def _dist(self, mu: th.Tensor, mask: th.Tensor) -> DiagGaussianDistribution:
         dist = self.action_dist

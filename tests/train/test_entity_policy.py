@@ -137,3 +137,23 @@ def test_same_weights_play_two_sizes_of_fluctuating_speed(tmp_path):
     action, _ = loaded.predict(obs, deterministic=True)
     assert action.shape == (54,)
     assert big.step(action)[0]["entities"].shape == (54, 12)
+
+
+def test_heads_equal_the_plain_computation_on_every_row():
+    """The masked-in rows only, with the action head's first layer split: the same numbers as
+    the encoder and heads applied to every row and masked afterwards."""
+    pol = _policy(8)
+    obs = _obs(8, batch=5)
+    with th.no_grad():
+        mu, v, mask = pol.heads(obs)
+        ent, ctx = obs["entities"], obs["context"]
+        h = pol.encoder(th.cat([ent, ctx[:, None].expand(5, 8, C)], dim=-1))
+        m = mask[..., None] > 0
+        mean = (h * m).sum(1) / m.sum(1).clamp_min(1)
+        top = th.where(m, h, th.full_like(h, -1e9)).amax(1)
+        top = th.where(m.any(1), top, th.zeros_like(top))
+        g = th.cat([mean, top, ctx], dim=-1)
+        th.testing.assert_close(v, pol.value_net(g), rtol=1e-5, atol=1e-6)
+        ref = pol.action_net(th.cat([h, g[:, None].expand(5, 8, g.shape[-1])], -1)).squeeze(-1)
+        th.testing.assert_close(mu, ref * mask, rtol=1e-5, atol=1e-6)
+    assert (mask == 0).any() and (mu[mask == 0] == 0).all()
