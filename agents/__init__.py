@@ -28,5 +28,6 @@ register("max-first", "schedgym.agents.baselines.deadline_welfare:MaxFirst", _DW
 register("equal-share", "schedgym.agents.baselines.deadline_welfare:EqualShare", _DW)
 register("jsq", "schedgym.agents.baselines.deadline_welfare:JSQ", _DW)
 register("myopic-welfare", "schedgym.agents.myopic_welfare:MyopicWelfare", _DW)
+register("fixed-price", "schedgym.agents.baselines.fixed_price:FixedPrice", _GO + _DW)
 
 __all__ = ["Agent", "is_benchmark", "make", "names", "register"]

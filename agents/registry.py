@@ -79,6 +79,17 @@ def agent_options(name: str) -> dict[str, Any]:
     return out
 
 
+def play_kwargs(spec: str, env_id: str) -> dict[str, Any]:
+    """The env kwargs the classical agent ``spec`` (``name`` or ``name[options]``) plays in on
+    ``env_id``: ``{"action_mode": mode}`` for an agent whose class names its mode there
+    (``play_modes``, e.g. ``fixed-price``), else ``{}`` (the default mode)."""
+    name = spec.split("[", 1)[0].strip().lower()
+    if name not in _REGISTRY:
+        return {}
+    mode = getattr(_load(_REGISTRY[name]), "play_modes", {}).get(env_id)
+    return {} if mode is None else {"action_mode": mode}
+
+
 def load_learned(spec: str, env: Any = None) -> Any:
     """Load an SB3 model from ``"ALGO:path.zip"`` for ``env``; returns the model (it has
     ``predict``).

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -37,7 +39,7 @@ from schedgym.train.store import BENCHMARK
 #: env kwargs of a learned agent's ``run.json`` that ``compare`` applies when playing it: how
 #: the agent sees and acts on the env (mode), not which world it faces (scenario, overrides,
 #: seeds stay the run's, so common random numbers are kept).
-PLAY_KEYS = ("action_mode", "instance_features", "arrivals", "feedback_stats", "obs_mode")
+PLAY_KEYS = ("action_mode", "obs_mode", "instance_features", "arrivals", "feedback_stats")
 
 OnDone = Callable[[Any, Any, BaseException | None], None]
 
@@ -64,7 +66,9 @@ class EpisodeTask:
         return self.setting, self.agent, self.instance_seed, self.seed
 
 
-def _config(task: EpisodeTask) -> dict[str, Any]:
+def task_config(task: EpisodeTask) -> dict[str, Any]:
+    """The env configuration a task's record carries (``env_id``, ``scenario``,
+    ``overrides``, ``env_kwargs``): the store checks every record read against it."""
     return {"env_id": task.env_id, "scenario": task.scenario, "overrides": task.overrides,
             "env_kwargs": task.env_kwargs}
 
@@ -73,7 +77,7 @@ def error_outcome(task: EpisodeTask, exc: BaseException) -> dict[str, Any]:
     """The outcome of a task that failed with ``exc`` (one-line error text)."""
     text = f"{type(exc).__name__}: {exc}".strip().splitlines()
     return {"record": {"key": list(task.key), "status": "error", "error": text[0] if text
-                       else type(exc).__name__, **_config(task)}}
+                       else type(exc).__name__, **task_config(task)}}
 
 
 def execute(task: EpisodeTask) -> dict[str, Any]:
@@ -99,7 +103,7 @@ def _benchmark(task: EpisodeTask) -> dict[str, Any]:
     values = offline.episode_benchmarks(env)
     env.close()
     rec = {"key": list(task.key), "status": "ok", "metrics": values,
-           "wall_s": time.perf_counter() - t0, **_config(task)}
+           "wall_s": time.perf_counter() - t0, **task_config(task)}
     return {"record": rec}
 
 
@@ -123,7 +127,7 @@ def _episode(task: EpisodeTask) -> dict[str, Any]:
     env.close()
     record = {"key": list(task.key), "status": "ok", "steps": res.steps,
               "metrics": res.metrics, "decision_ms": 1e3 * res.decision_time,
-              "wall_s": res.wall_time, **_config(task)}
+              "wall_s": res.wall_time, **task_config(task)}
     steps = None
     if rec_steps is not None:
         names = sorted({k for s in rec_steps.steps for k in s})
@@ -132,9 +136,62 @@ def _episode(task: EpisodeTask) -> dict[str, Any]:
 
 
 # -- backends --------------------------------------------------------------------------------
-def _worker_init() -> None:
-    """Pool workers ignore Ctrl-C: the main process decides and terminates them."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+class WorkerDiedError(RuntimeError):
+    """A task's worker process died while it ran the task (killed, out of memory, a crash in
+    native code): the task is recorded as failed, the others go on."""
+
+
+#: in a pool worker: ``started[i] = 1`` when job ``i`` begins (shared memory, see _run_pool)
+_STARTED: Any = None
+#: seconds between two looks at the parent process where Linux's parent-death signal is missing
+PARENT_POLL_S = 0.5
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process (``SIGKILL``) as soon as process ``parent`` dies, so that a ``kill
+    -9`` of the command leaves no worker behind: Linux's ``PR_SET_PDEATHSIG`` (through libc's
+    ``prctl``), else a daemon thread that polls ``os.getppid()`` every
+    :data:`PARENT_POLL_S` seconds. Exits at once if ``parent`` is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # it died before the signal was armed
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
+                     name="schedgym-parent-watch").start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _worker_init(started: Any = None, parent: int | None = None,
+                 ignore_sigint: bool = True) -> None:
+    """Pool worker setup: die with the parent process, mark the jobs it starts in
+    ``started``, and ignore Ctrl-C (the main process decides and terminates the workers)
+    unless the jobs save their work on Ctrl-C themselves (``ignore_sigint=False``)."""
+    global _STARTED
+    _STARTED = started
+    if parent is not None:
+        die_with_parent(parent)
+    if ignore_sigint:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _tracked(fn: Callable[[Any], Any], index: int, job: Any) -> Any:
+    """``fn(job)`` in a pool worker, after marking job ``index`` as started."""
+    if _STARTED is not None:
+        _STARTED[index] = 1
+    return fn(job)
 
 
 def run_calls(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
@@ -165,34 +222,92 @@ def run_calls(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
 
 def _run_pool(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
               workers: int, grace: float = 0.0) -> None:
+    """A ``spawn`` process pool whose workers die with this process. A worker that dies
+    breaks the pool (``BrokenProcessPool`` for every unfinished job): the jobs it had not
+    started go on in a new pool; each job that had started runs once more alone, in a
+    one-worker pool, and if its worker dies again it alone is reported, as a
+    :class:`WorkerDiedError`."""
     import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
-                               mp_context=mp.get_context("spawn"),
-                               initializer=None if grace > 0 else _worker_init)
-    futs: dict[Any, Any] = {}
+    ctx = mp.get_context("spawn")
+    started = ctx.RawArray("b", len(jobs))
+    todo = list(range(len(jobs)))
+    stalls = 0
+    while todo:
+        suspects, rest = _pool_round(ctx, started, fn, jobs, todo, on_done, workers, grace,
+                                     alone=False)
+        stalls = stalls + 1 if not suspects and len(rest) == len(todo) else 0
+        if stalls >= 3:  # the workers die before any job starts (e.g. in their start-up)
+            for i in rest:
+                on_done(jobs[i], None, WorkerDiedError(
+                    "the pool's worker processes died before starting this task, 3 times"))
+            return
+        for i in suspects:  # a worker that died before starting it: back to the others
+            started[i] = 0
+            rest += _pool_round(ctx, started, fn, jobs, [i], on_done, 1, grace, alone=True)[1]
+        todo = sorted(rest)
+
+
+def _died_text(codes: list[int | None]) -> str:
+    code = next((c for c in codes if c), None)
+    how = ("" if code is None else f" (killed by signal {-code})" if code < 0
+           else f" (exit status {code})")
+    return (f"its worker process died{how} while running this task, twice (the second time "
+            "alone); the other tasks went on")
+
+
+def _pool_round(ctx: Any, started: Any, fn: Callable[[Any], Any], jobs: Sequence[Any],
+                indices: list[int], on_done: OnDone, workers: int, grace: float, alone: bool
+                ) -> tuple[list[int], list[int]]:
+    """Run ``jobs[i]`` for ``i`` in ``indices`` in one pool. Returns, if a worker died,
+    ``(started, not started)`` of the jobs the broken pool did not finish, else ``([], [])``.
+    ``alone``: the second run of one job, alone in its pool; if its worker dies, the job is
+    reported as failed (:class:`WorkerDiedError`) instead."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(indices)), mp_context=ctx,
+                               initializer=_worker_init,
+                               initargs=(started, os.getpid(), grace <= 0))
+    futs: dict[Any, int] = {}
+    procs: dict[Any, Any] = {}
+    broken: list[int] = []
     try:
-        futs = {pool.submit(fn, job): job for job in jobs}
+        for i in indices:
+            futs[pool.submit(_tracked, fn, i, jobs[i])] = i
+        procs = dict(getattr(pool, "_processes", None) or {})
         pending = set(futs)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for f in done:
                 exc = f.exception()
-                on_done(futs[f], None if exc else f.result(), exc)
+                if isinstance(exc, BrokenProcessPool):
+                    broken.append(futs[f])
+                    continue
+                on_done(jobs[futs[f]], None if exc else f.result(), exc)
     except BaseException:
         # Ctrl-C (or a failing callback): stop now, do not wait for running episodes (or,
         # with a grace period, let the running jobs save and return first).
         if grace > 0:
-            _collect(futs, on_done, grace)
-        procs = list(getattr(pool, "_processes", {}).values())
-        for p in procs:
+            _collect({f: jobs[i] for f, i in futs.items()}, on_done, grace)
+        procs = dict(getattr(pool, "_processes", None) or procs)
+        for p in procs.values():
             p.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
+        for p in procs.values():
             p.join(timeout=2)
         raise
     pool.shutdown(wait=True)
+    if not broken:
+        return [], []
+    broken.sort()
+    begun = [i for i in broken if started[i]]
+    rest = [i for i in broken if not started[i]]
+    if alone and begun:
+        on_done(jobs[begun[0]], None,
+                WorkerDiedError(_died_text([p.exitcode for p in procs.values()])))
+        return [], rest
+    return begun, rest
 
 
 def _collect(futs: dict[Any, Any], on_done: OnDone, grace: float) -> None:
@@ -212,17 +327,27 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
              workers: int | None, address: str, grace: float = 0.0) -> None:
     import ray
 
+    from schedgym.train import reaper
+
     started = False
+    watchdog = None
     if not ray.is_initialized():
         if address:
             ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
-                     log_to_driver=False)
+        else:  # a local Ray: its processes must not outlive a kill -9 of this one
+            watchdog = reaper.start()
+            try:  # "local": a new Ray of our own, even where `ray start` left a cluster
+                ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
+                         include_dashboard=False, log_to_driver=False)
+            except BaseException:
+                if watchdog is not None:
+                    watchdog.stop()
+                raise
         started = True
-    remote = ray.remote(num_cpus=1, max_retries=0)(fn)
-    refs = {remote.remote(job): job for job in jobs}
+    refs: dict[Any, Any] = {}
     try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(fn)
+        refs = {remote.remote(job): job for job in jobs}
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
             for ref in ready:
@@ -247,6 +372,8 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
     finally:
         if started:
             ray.shutdown()
+        if watchdog is not None:
+            watchdog.stop()
 
 
 def task_dict(task: EpisodeTask) -> dict[str, Any]:

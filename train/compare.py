@@ -4,9 +4,10 @@ Every agent plays the same episodes: one per (instance seed, seed), each ``reset
 env built with ``instance_seed=i`` (the same instance and the same pre-drawn arrivals for every
 agent). Each agent plays in its own mode: a learned agent ``ppo:path/model.zip`` in the env built
 with the mode kwargs (``action_mode``, ``instance_features``, ``arrivals``) of the ``run.json``
-beside the model, classical agents in the default mode; the world (scenario, overrides, seeds)
-is the run's for all. Episodes run in parallel worker processes (``--workers``) or as Ray tasks
-(``--ray [ADDRESS]``), with the same records either way.
+beside the model, classical agents in the default mode (or the mode their class names,
+``fixed-price`` in the price modes: :func:`schedgym.agents.registry.play_kwargs`); the world
+(scenario, overrides, seeds) is the run's for all. Episodes run in parallel worker processes
+(``--workers``) or as Ray tasks (``--ray [ADDRESS]``), with the same records either way.
 
 Nothing finished is lost. The run folder (``--out``, default
 ``results/compare/<env>-<scenario>-<overrides>-<hash>``) is created before the first episode
@@ -39,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from schedgym.agents.registry import play_kwargs
 from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
 from schedgym.train.cli_options import add_env_options, parse_overrides
 from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
@@ -97,7 +99,8 @@ def compare_meta(env_id: str, specs: list[str], seeds: list[int], scenario: str 
     """The run description of a compare (``meta.json``; see :mod:`schedgym.train.sweep`)."""
     return {"command": "compare", "env_id": env_id, "scenario": scenario,
             "overrides": dict(overrides or {}), "agents": list(specs),
-            "agent_env_kwargs": {s: kw for s in specs if (kw := learned_env_kwargs(s))},
+            "agent_env_kwargs": {s: kw for s in specs
+                                 if (kw := learned_env_kwargs(s) or play_kwargs(s, env_id))},
             "seeds": list(seeds), "instance_seeds": list(instance_seeds or [0]),
             "benchmarks": benchmarks, "reference": reference, "record_steps": record_steps,
             "settings": [{"name": "", "overrides": dict(overrides or {})}]}

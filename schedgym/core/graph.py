@@ -53,3 +53,13 @@ def edge_mask(edges: np.ndarray, n_types: int, n_instances: int) -> np.ndarray:
     m = np.zeros((n_types, n_instances), dtype=bool)
     m[edges[:, 0], edges[:, 1]] = True
     return readonly(m)
+
+
+def reachable_capacity(mask: np.ndarray, capacities: np.ndarray) -> np.ndarray:
+    """``(L, K)`` total capacity ``sum_{r: mask[l, r]} c_r^k`` that each type can reach.
+
+    ``mask`` ``(L, R)`` bool, ``capacities`` ``(R, K)``. Summed in instance order by numpy's
+    plain axis reduction, not a BLAS product, whose summation order depends on the CPU's kernel.
+    """
+    picked = np.where(np.asarray(mask, dtype=bool)[:, :, None], capacities[None, :, :], 0.0)
+    return picked.sum(axis=1)

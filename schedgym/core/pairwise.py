@@ -1,10 +1,11 @@
 """numpy's pairwise summation as a compiled kernel, bit for bit.
 
 ``a.sum()`` of a float64 array adds in numpy's pairwise order (blocks of at most 128 entries
-summed with 8 interleaved partial sums, larger ranges split in halves). Kernels that must
-reproduce a total a numpy-era run published (DeadlineWelfare's welfare and utilisation, the
-GainOverhead env's ``info["utilization"]``) call :func:`np_sum` here; tested against numpy in
-``tests/envs/deadline_welfare/test_compiled_draws.py``.
+summed with 8 interleaved partial sums, larger ranges split in halves). Kernels whose totals
+must equal numpy's bit for bit (the recorded golden trajectories: DeadlineWelfare's served
+workload and utilisation, the GainOverhead env's ``info["utilization"]``) call :func:`np_sum`
+here; tested against numpy in
+``tests/envs/deadline_welfare/test_seeding_and_obs.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _sum_block(a: np.ndarray, lo: int, n: int) -> float:
     """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: a plain loop below 8, else 8
     interleaved partial sums combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,

@@ -9,20 +9,28 @@ instance fixed for a given seed.
 
 from __future__ import annotations
 
+import functools
 import zlib
 
 import numpy as np
 
 
+@functools.lru_cache(maxsize=256)
+def _key(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8"))
+
+
 def stream(seed: int, name: str) -> np.random.Generator:
     """Return the generator of the stream ``name`` for ``seed`` (a non-negative integer)."""
-    key = zlib.crc32(name.encode("utf-8"))
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=(key,))))
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed),
+                                                                      spawn_key=(_key(name),))))
 
 
 def streams(seed: int, *names: str) -> dict[str, np.random.Generator]:
     """Return ``{name: stream(seed, name)}`` for every name."""
-    return {n: stream(seed, n) for n in names}
+    seed = int(seed)
+    gen, pcg, seq = np.random.Generator, np.random.PCG64, np.random.SeedSequence
+    return {n: gen(pcg(seq(seed, spawn_key=(_key(n),)))) for n in names}
 
 
 def episode_seed(np_random: np.random.Generator) -> int:

@@ -22,8 +22,19 @@ HELPER = str(Path(__file__).with_name("sweep_cli.py"))
 
 
 def _meta():
-    return {"command": "compare", "env_id": GO, "agents": ["a"], "seeds": [0],
+    return {"command": "compare", "env_id": GO, "agents": ["a"], "seeds": [0, 1, 2],
             "instance_seeds": [0], "settings": [{"name": "", "overrides": {}}]}
+
+
+def _rec(seed, status="ok", reward=1.0, agent="a"):
+    """A record of ``_meta()``'s run (its env configuration, all fields of its status)."""
+    rec = {"key": ["", agent, 0, seed], "status": status, "env_id": GO, "scenario": None,
+           "overrides": {}, "env_kwargs": {}}
+    if status == "ok":
+        rec.update(metrics={"reward": reward}, steps=1, decision_ms=0.1, wall_s=0.1)
+    else:
+        rec["error"] = "boom"
+    return rec
 
 
 def test_folder_name_reflects_env_scenario_overrides_and_hash():
@@ -58,12 +69,10 @@ def test_existing_folder_is_refused_unless_resume_or_overwrite(tmp_path):
 
 def test_records_round_trip_latest_wins_and_torn_lines_are_skipped(tmp_path):
     store = RunStore.create(tmp_path / "run", _meta())
-    store.add({"key": ["", "a", 0, 0], "status": "error", "error": "boom"})
-    store.add({"key": ["", "a", 0, 1], "status": "ok", "metrics": {"reward": 1.0}},
-              curve=np.array([0.5, 1.0]))
+    store.add(_rec(0, "error"))
+    store.add(_rec(1, reward=1.0), curve=np.array([0.5, 1.0]))
     assert store.done() == {("", "a", 0, 1)}
-    store.add({"key": ["", "a", 0, 0], "status": "ok", "metrics": {"reward": 2.0}},
-              curve=np.array([2.0]))
+    store.add(_rec(0, reward=2.0), curve=np.array([2.0]))
     with open(tmp_path / "run" / RECORDS, "a") as fh:
         fh.write('{"key": ["", "a", 0, 2], "sta')  # killed in the middle of a write
     store.close()

@@ -18,9 +18,6 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba.core import types as nbtypes
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
 
 from schedgym.core.pairwise import np_sum
 from schedgym.envs.deadline_welfare.types import (
@@ -38,22 +35,6 @@ FEASIBILITY_TOL = 1e-7
 #: the callee (and its callees) once more for it; a numpy integer is a plain ``int64``.
 _ZERO: Any = np.int64(0)
 
-
-def _frozen(typingctx: Any, a: Any) -> Any:
-    """``a`` (an array, in compiled code) typed as read-only: the same array, no copy. numba
-    compiles a kernel once per argument type, and a read-only array is a type of its own: the
-    single env passes its read-only job arrays to the kernels below, the vector env its own
-    writable buffers; through ``frozen`` both share one compiled specialisation."""
-    if not isinstance(a, nbtypes.Array):
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
-
-    return a.copy(readonly=True)(a), codegen
-
-
-frozen: Any = intrinsic(_frozen)
 
 # ---------------------------------------------------------------- compiled scalar formulas
 # The one implementation of f, f' and f'' (and of the repair and the job's welfare below): the
@@ -350,8 +331,8 @@ def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.n
     else:
         for i in range(k):
             buf[i] = 0.0
-    # element loops, not slice assignments: numba compiles an array-to-slice copy with a
-    # shape-mismatch error message whose string formatting costs seconds of first-use compile
+    # element loops, not slice assignments: numba's array-to-slice copy brings a shape-check
+    # error path with string formatting that makes the kernel much slower to compile
     for j in range(family.size):
         buf[k + j] = family[j]
     k += family.size

@@ -8,7 +8,6 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import seeding
 
 from schedgym.core.arrays import readonly_view
 from schedgym.core.envbase import (
@@ -23,7 +22,7 @@ from schedgym.core.envbase import (
     validate_action,
 )
 from schedgym.core.validation import check_bool, check_choice, check_float, check_int
-from schedgym.envs.deadline_welfare import dynamics, viewer
+from schedgym.envs.deadline_welfare import dynamics, entities, viewer
 from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_pricing
 from schedgym.envs.deadline_welfare.generator import (
     LIMIT_PARAMS,
@@ -37,6 +36,7 @@ from schedgym.envs.deadline_welfare.generator import (
 )
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
 from schedgym.envs.deadline_welfare.types import (
+    ARRIVAL_RATE_MAX,
     FAMILIES,
     DeadlineWelfareInstance,
     FixedJobs,
@@ -104,6 +104,21 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     data are float32-representable, so the observation shows them exactly. After the last job the
     observation has a zero job.
 
+    With ``obs_mode="entities"`` (default ``"flat"``, the ``Dict`` above) the observation is
+    one row per mesh unit ``(r, t)`` for the current job (``N = R * T``, entity ``r * T + t`` =
+    ``dispatch`` entry ``r * T + t``, so ``metadata["entity_action"]`` is ``"entity"`` in
+    ``dispatch`` and ``"global"`` in ``pricing``, the mode an entity policy trains in by
+    default, ``metadata["entity_action_mode"]``): ``Dict(entities=Box(low, 1, (N, 12)),
+    mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``, float32. Per unit (names in
+    ``entity_feature_names``, definitions in :data:`.entities.FEATURES`): allowed, a / a_max,
+    the marginal welfare ``(a f'(δ) + β/C) / v``, x̄ / x̄_max, ω/C before the job, the room
+    ``min(x̄, C - ω) / ρ``, ``(β/C) / v``, C / C_max, t / D, ``(t - s_n) / D`` and ``(e_n - t)
+    / D`` (in [-1, 1]; ``D = max(T - 1, 1)``), in-window; every other feature in [0, 1]. The
+    maxima are the flat boxes' upper ends (scenario bounds, not the instance's). ``mask`` is
+    ℛ_n (all 0 after the last job). ``context`` (``context_feature_names``): ρ / ρ_max, s_n /
+    D, e_n / D, window length / T, ι / v, v / v_max, progress n / N, the family one-hot, the
+    job's total room / ρ, the mesh's Σω / ΣC and the usable share |ℛ_n| / (R T).
+
     ## Rewards
     The job's contribution to social welfare, ``Σ_r f_nr(x_nr) + Σ_r β_nr x_nr / C_r`` on the
     applied dispatch, so the undiscounted return equals the social welfare ``SW`` of P1 exactly.
@@ -131,8 +146,9 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/DeadlineWelfare-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="dispatch", instance_features=False,
-    memory_limit_mb=2048, **overrides)``. Scenarios: ``paper-default``, ``paper-poisson``,
-    ``congested``, ``alibaba-gpu-2023`` (trace-driven, ``docs/trace-scenarios.md``). An explicit
+    memory_limit_mb=2048, obs_mode="flat", **overrides)``. Scenarios: ``paper-default``,
+    ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven,
+    ``docs/trace-scenarios.md``). An explicit
     ``instance`` (a :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the
     generator; overrides that it would ignore or contradict raise. Settings whose episodes would
     need more than ``memory_limit_mb`` MB (estimate: 64 bytes per job and unit) raise at
@@ -178,7 +194,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                                "action_modes": ACTION_MODES}
+                                "action_modes": ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                                "entity_action_mode": "pricing"}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
@@ -195,9 +212,11 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         action_mode: str = "dispatch",
         instance_features: bool = False,
         memory_limit_mb: float = MEMORY_LIMIT_MB,
+        obs_mode: str = "flat",
         **overrides: Any,
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, ACTION_MODES)
+        self.obs_mode: str = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
         self.instance_features: bool = check_bool("instance_features", instance_features)
         self.memory_limit_mb = check_float("memory_limit_mb", memory_limit_mb, low=0.0,
                                            low_open=True)
@@ -221,7 +240,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             else tuple(f"instance.job_limits[{i}]" for i in range(4))
         self.action_space = unit_box(instance.n_units if action_mode == "dispatch"
                                      else PRICING_DIM)
-        self.observation_space = cast(ObsSpace, self._observation_space())
+        #: The flat observation's space (laid out by :meth:`_obs_layout`, read by the vector env).
+        self._flat_space = self._observation_space()
+        self._entities = self._entity_encoder() if obs_mode == "entities" else None
+        self.observation_space = cast(ObsSpace, self._flat_space if self._entities is None
+                                      else self._entities.space)
+        self.metadata = {**type(self).metadata,
+                         "entity_action": entities.entity_action(self.action_mode)}
+        self.entity_feature_names = entities.ENTITY_FEATURE_NAMES
+        self.context_feature_names = entities.CONTEXT_FEATURE_NAMES
         self._act_dim = instance.n_units if action_mode == "dispatch" else PRICING_DIM
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
@@ -264,6 +291,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         if self.instance_features:
             obs["instance"] = frac_box(R + 2, cmax)
         return spaces.Dict(obs)
+
+    def _entity_encoder(self) -> entities.EntityEncoder:
+        """The ``obs_mode="entities"`` encoder, scaled by the flat boxes' upper ends."""
+        inst = self.instance
+        assert inst.capacity_bounds is not None
+        return entities.EntityEncoder(
+            inst.n_instances, inst.horizon, self._limits, inst.capacity_bounds[1],
+            self._v_limit(self._limits),
+            inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else None)
 
     def _v_limit(self, lim: tuple[float, float, float, float]) -> float:
         """Upper end of the ``bounds`` box: the largest ``v`` jobs within ``lim`` can give on
@@ -365,12 +401,13 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         dynamics.obs_fill(self._n, self._N, self._ep_scalars, self._ep_obs, self._family,
                           self._usage_flat, self._capacity_flat, self._capacity32,
                           self._bounds[0], self._bounds[1], self._features, buf)
-        return {key: buf[lo:hi] for key, lo, hi in self._obs_slices}
+        obs = {key: buf[lo:hi] for key, lo, hi in self._obs_slices}
+        return obs if self._entities is None else self._entities.encode(obs)
 
     def _obs_layout(self) -> None:
         """Where every observation key lies in :meth:`_obs`'s buffer (:func:`.dynamics.obs_fill`'s
         order, also the order of the returned dict's keys)."""
-        space = cast(spaces.Dict, self.observation_space).spaces
+        space = self._flat_space.spaces
         order = ("workload", "window", "allowed", "capability", "utility_coef",
                  "cluster_weight", "utility_family", "usage", "capacity", "bounds", "progress",
                  "instance")
@@ -408,8 +445,10 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         if "mask" not in jobs.__dict__:  # the cached property, computed by the same kernel
             mask.setflags(write=False)
             jobs.__dict__["mask"] = mask
-        self._ep_next = (jobs.mask.reshape(N, U), jobs.coef.reshape(N, U),
-                         jobs.weight.reshape(N, U), upper, tab, sc,
+        # writable copies (the jobs' arrays are read-only): the step kernels then see the
+        # array types the vector env passes, and numba compiles them once
+        self._ep_next = (np.array(jobs.mask.reshape(N, U)), np.array(jobs.coef.reshape(N, U)),
+                         np.array(jobs.weight.reshape(N, U)), upper, tab, sc,
                          dynamics.bounds_from(inst, iota, v))
         return tuple(lim.tolist())
 
@@ -426,8 +465,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """Draw the episode's jobs from ``seed`` (common random numbers) and return the first
         job's observation and ``info`` (``n_jobs``, ``iota``, ``v``, ``alpha_hat``,
         ``episode_seed``)."""
-        self._seed_np_random(seed)
-        episode_seed = resolve_episode_seed(None, self.np_random) if seed is None else int(seed)
+        super().reset(seed=seed)
+        episode_seed = resolve_episode_seed(seed, self.np_random)
         jobs = self._sample_jobs(episode_seed)
         self._check_jobs(jobs)
         inst = self.instance
@@ -448,46 +487,6 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
                 "alpha_hat": self._alpha, "episode_seed": episode_seed}
         return self._obs(), info
-
-    # ------------------------------------------------------------- lazy np_random
-    # ``reset(seed=s)`` must leave ``np_random`` = ``seeding.np_random(s)`` (Gymnasium), but
-    # building it (SeedSequence hashing) costs more than drawing the episode's jobs, and only a
-    # later ``reset()`` without a seed (or a user, or a checker) reads it: Gymnasium's own
-    # attributes ``_np_random`` and ``_np_random_seed`` are built on first access.
-    _np_random_pending: int | None = None
-
-    def _seed_np_random(self, seed: int | None) -> None:
-        """``gymnasium.Env.reset(seed=seed)``'s seeding, deferred for a plain int seed (others
-        are seeded at once, so a bad seed raises Gymnasium's error here)."""
-        if type(seed) is int and seed >= 0:
-            self._np_random_pending = seed
-        elif seed is not None:
-            super().reset(seed=seed)
-
-    def _lazy_rng(self, key: str) -> Any:
-        pending = self._np_random_pending
-        if pending is not None:
-            self._np_random_pending = None
-            self.__dict__["_rng"], self.__dict__["_rng_seed"] = seeding.np_random(pending)
-        return self.__dict__.get(key)
-
-    @property
-    def _np_random(self) -> np.random.Generator | None:
-        return cast("np.random.Generator | None", self._lazy_rng("_rng"))
-
-    @_np_random.setter
-    def _np_random(self, value: np.random.Generator | None) -> None:
-        self._np_random_pending = None
-        self.__dict__["_rng"] = value
-
-    @property
-    def _np_random_seed(self) -> int | None:
-        return cast("int | None", self._lazy_rng("_rng_seed"))
-
-    @_np_random_seed.setter
-    def _np_random_seed(self, value: int | None) -> None:
-        self._lazy_rng("_rng_seed")  # a pending generator first (its seed is then replaced)
-        self.__dict__["_rng_seed"] = value
 
     def _check_jobs(self, jobs: Jobs) -> None:
         """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
@@ -645,7 +644,8 @@ def _check_memory(scenario: str, overrides: dict[str, Any],
         n_jobs = p["n_jobs"]
     if n_jobs is not None:
         n_jobs = check_int("n_jobs", n_jobs, min_value=1 if instance is None else 0)
-    rate = check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True)
+    rate = check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True,
+                       high=ARRIVAL_RATE_MAX)
     need = estimate_memory_mb(R, T, n_jobs, rate)
     if need > limit_mb:
         raise ValueError(

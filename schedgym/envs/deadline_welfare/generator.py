@@ -16,14 +16,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
 from schedgym.core import rng as rngs
 from schedgym.core.arrays import f32
 from schedgym.core.scenarios import ScenarioRegistry
-from schedgym.envs.deadline_welfare import pcg
-from schedgym.envs.deadline_welfare.streams import StreamSet
 from schedgym.envs.deadline_welfare.types import (
     DeadlineWelfareInstance,
     DeadlineWelfareParams,
@@ -69,7 +66,8 @@ def _gauss_hi(mean: float, sd: float) -> float:
 
 
 def _gauss(gen: np.random.Generator, mean: float, sd: float, size: Any) -> np.ndarray:
-    return np.clip(gen.normal(mean, sd, size), GAUSS_FLOOR, _gauss_hi(mean, sd))
+    x = gen.normal(mean, sd, size)
+    return np.minimum(np.maximum(x, GAUSS_FLOOR, out=x), _gauss_hi(mean, sd), out=x)
 
 
 def upper_f32(x: float) -> float:
@@ -156,154 +154,70 @@ def generate(params: dict[str, Any], instance_seed: int) -> DeadlineWelfareInsta
 
 def poisson_arrivals(gen: np.random.Generator, rate: float, horizon: int,
                      n_jobs: int | None) -> np.ndarray:
-    """Arrival slots (non-decreasing): per-slot Poisson(``rate``) counts in slot order, truncated
-    at ``n_jobs`` jobs; arrivals after the last slot are put in slot ``T - 1`` (so the episode
-    always has ``n_jobs`` jobs). With ``n_jobs=None`` every arrival of the ``T`` slots is kept
-    (possibly none)."""
+    """Arrival slots (non-decreasing, int64): per-slot Poisson(``rate``) counts in slot order,
+    truncated at ``n_jobs`` jobs; arrivals after the last slot are put in slot ``T - 1`` (so
+    the episode always has ``n_jobs`` jobs). With ``n_jobs=None`` every arrival of the ``T``
+    slots is kept (possibly none). With ``n_jobs`` the counts are never expanded, so the work
+    is ``O(T + N log T)`` whatever the rate."""
     if n_jobs is None:
         counts = gen.poisson(rate, horizon)
-        return np.repeat(np.arange(horizon), counts)
-    counts = gen.poisson(rate, max(horizon - 1, 0))
-    slots = np.repeat(np.arange(horizon - 1), counts)[:n_jobs]
-    return np.concatenate([slots, np.full(n_jobs - slots.size, horizon - 1)]).astype(np.int64)
+        return np.repeat(np.arange(horizon, dtype=np.int64), counts)
+    # job i arrives in the first slot whose cumulative count exceeds i (T - 1 if none does)
+    cum = np.cumsum(gen.poisson(rate, max(horizon - 1, 0)))
+    return np.searchsorted(cum, np.arange(n_jobs), side="right").astype(np.int64)
 
 
-#: The named streams of an episode's jobs (``locality`` is created only when it is used).
-_JOB_STREAMS: tuple[str, ...] = ("arrivals", "durations", "workloads", "capability", "coef",
-                                 "weights")
-
-
-@numba.njit(cache=True)
-def _arrivals(st: np.ndarray, rate: float, horizon: int, n_jobs: int) -> np.ndarray:
-    """:func:`poisson_arrivals` drawn from the compiled stream ``st`` (:mod:`.pcg`; the same
-    Poisson draws in the same order); ``n_jobs < 0`` stands for ``None``."""
-    slots = horizon if n_jobs < 0 else max(horizon - 1, 0)
-    counts = np.empty(slots, dtype=np.int64)
-    for t in range(slots):
-        counts[t] = pcg.poisson(st, rate)
-    # np.empty and loops, not .sum()/np.full: every numba-internal specialisation of those is
-    # one more first-use compile (same integers)
-    N = n_jobs
-    if n_jobs < 0:
-        N = 0
-        for t in range(slots):
-            N += counts[t]
-    s = np.empty(N, dtype=np.int64)
-    for i in range(N):
-        s[i] = horizon - 1
-    n = 0
-    for t in range(slots):
-        for _ in range(counts[t]):
-            if n < N:
-                s[n] = t
-                n += 1
-    return s
-
-
-@numba.njit(cache=True)
-def _f32(x: float) -> float:
-    return float(np.float32(x))
-
-
-@numba.njit(cache=True)
-def _fill_jobs(st: np.ndarray, p: np.ndarray, coef_job: bool, s: np.ndarray, e: np.ndarray,
-               rho: np.ndarray, cap: np.ndarray, coef: np.ndarray, weight: np.ndarray) -> None:
-    """Draw the jobs arriving in slots ``s`` ``(N,)`` from the compiled streams ``st`` ``(5, 4)``
-    (durations, workloads, capability, coef, weights) into ``e``, ``rho`` ``(N,)`` and ``cap``,
-    ``coef``, ``weight`` ``(N, R, T)`` (float32-rounded, x̄ constant over slots, ``coef`` per job
-    if ``coef_job``). ``p``: duration mean, workload mean/sd/cap, capability mean/sd/cap, coef
-    range, weight range. Every draw is numpy's, in numpy's order (size-``N`` calls per stream,
-    row-major), as :class:`PaperJobSampler` made them with ``Generator`` objects."""
-    N, R, T = cap.shape
-    for n in range(N):
-        d = np.floor(p[0] * pcg.standard_exponential(st[0]))
-        e[n] = T - 1 if d >= T - 1 - s[n] else s[n] + int(d)
-    for n in range(N):
-        rho[n] = _f32(min(max(p[1] + p[2] * pcg.standard_normal(st[1]), GAUSS_FLOOR), p[3]))
-    for n in range(N):
-        for r in range(R):
-            x = _f32(min(max(p[4] + p[5] * pcg.standard_normal(st[2]), GAUSS_FLOOR), p[6]))
-            cap[n, r, :] = x
-    a_lo, a_span, b_lo, b_span = p[7], p[8] - p[7], p[9], p[10] - p[9]
-    for n in range(N):
-        if coef_job:
-            coef[n] = _f32(a_lo + a_span * pcg.next_double(st[3]))
-        else:
-            for r in range(R):
-                for t in range(T):
-                    coef[n, r, t] = _f32(a_lo + a_span * pcg.next_double(st[3]))
-    for n in range(N):
-        for r in range(R):
-            for t in range(T):
-                weight[n, r, t] = _f32(b_lo + b_span * pcg.next_double(st[4]))
-
-
-@numba.njit(cache=True)
-def _draw_jobs(words: np.ndarray, p: np.ndarray, R: int, T: int, n_jobs: int,
-               coef_job: bool) -> tuple[np.ndarray, ...]:
-    """One episode's job arrays from the streams' seed words ``words`` ``(6, 8)`` (arrivals,
-    durations, workloads, capability, coef, weights; :meth:`.StreamSet.words`): ``(arrival,
-    deadline, workload, capability, coef, weight)``."""
-    st = np.empty((6, 4), dtype=np.uint64)
-    for i in range(6):
-        pcg.seed_state(words[i], st[i])
-    s = _arrivals(st[0], p[11], T, n_jobs)
-    N = s.size
-    e = np.empty(N, dtype=np.int64)
-    rho = np.empty(N)
-    cap = np.empty((N, R, T))
-    coef = np.empty((N, R, T))
-    weight = np.empty((N, R, T))
-    _fill_jobs(st[1:], p, coef_job, s, e, rho, cap, coef, weight)
-    return s, e, rho, cap, coef, weight
+#: The named streams of an episode's jobs (``locality`` is drawn only when it is used).
+JOB_STREAMS: tuple[str, ...] = ("arrivals", "durations", "workloads", "capability", "coef",
+                                "weights")
 
 
 @dataclass(frozen=True, eq=False)
 class PaperJobSampler:
     """The job stream of the paper's §V-A, drawn from independent named streams of the episode
-    seed (``arrivals``, ``durations``, ``workloads``, ``capability``, ``coef``, ``weights``,
-    ``locality``), so a sweep over one parameter keeps every other draw fixed. Values are rounded
-    to float32 precision, so float32 observations show them exactly. Picklable.
+    seed (:func:`schedgym.core.rng.streams`: ``arrivals``, ``durations``, ``workloads``,
+    ``capability``, ``coef``, ``weights``, ``locality``), so a sweep over one parameter keeps
+    every other draw fixed. Values are rounded to float32 precision, so float32 observations
+    show them exactly. Picklable.
 
-    The draws are numpy ``Generator(PCG64)``'s, made by compiled code (:mod:`.pcg`) from the
-    streams' seed words: the jobs are those ``rng.stream(seed, name)``'s generators give."""
+    Per job ``n`` (slots 0-based): ``s_n`` from :func:`poisson_arrivals`; deadline slot
+    ``e_n = min(T - 1, s_n + floor(D_n))``, ``D_n ~ Exp(duration_mean)``; workload
+    ``ρ_n ~ N``, capability ``x̄_nr ~ N`` (constant over slots), both clipped to
+    ``[0.1, mean + 8 sd]``; ``a ~ U[coef_range]`` per unit (or per job), ``β ~ U[weight_range]``
+    per unit; with ``locality_size = m < R``, ``m`` instances drawn without replacement."""
 
     params: dict[str, Any]
 
     def __post_init__(self) -> None:
-        p = validate_params(self.params)
-        object.__setattr__(self, "params", p)
-        object.__setattr__(self, "_streams", StreamSet(*_JOB_STREAMS))
-        object.__setattr__(self, "_p", draw_params(p))
+        object.__setattr__(self, "params", validate_params(self.params))
 
     def __call__(self, episode_seed: int) -> Jobs:
-        """One episode's jobs from ``episode_seed``."""
+        """One episode's jobs from ``episode_seed`` (a non-negative integer)."""
         p = self.params
         R, T = p["n_instances"], p["horizon"]
-        words = self._streams.words(episode_seed)  # type: ignore[attr-defined]
-        n_jobs = -1 if p["n_jobs"] is None else p["n_jobs"]
-        s, e, rho, cap, coef, weight = _draw_jobs(words, self._p,  # type: ignore[attr-defined]
-                                                  R, T, n_jobs, p["coef_scope"] == "job")
-        allowed = np.ones((s.size, R), dtype=bool)
+        st = rngs.streams(episode_seed, *JOB_STREAMS)
+        s = poisson_arrivals(st["arrivals"], p["arrival_rate"], T, p["n_jobs"])
+        N = s.size
+        d = np.floor(st["durations"].exponential(p["duration_mean"], N))
+        # compared as floats first: a huge duration never reaches an int64 cast
+        e = np.where(d >= T - 1 - s, T - 1, s + np.minimum(d, T).astype(np.int64))
+        rho = f32(_gauss(st["workloads"], p["workload_mean"], p["workload_sd"], N))
+        xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
+        (a_lo, a_hi), (b_lo, b_hi) = p["coef_range"], p["weight_range"]
+        coef_size: tuple[int, ...] = (N,) if p["coef_scope"] == "job" else (N, R, T)
+        coef = f32(st["coef"].uniform(a_lo, a_hi, coef_size))
+        weight = f32(st["weights"].uniform(b_lo, b_hi, (N, R, T)))
+        allowed = np.ones((N, R), dtype=bool)
         m = p["locality_size"]
-        if m is not None and m < R:  # the only user of its stream: created only then
+        if m is not None and m < R:  # the only user of its stream: drawn only then
             loc = rngs.stream(episode_seed, "locality")
             allowed[:] = False
-            for n in range(s.size):
+            for n in range(N):
                 allowed[n, loc.choice(R, size=m, replace=False)] = True
         # our own fresh arrays, valid by construction: no re-validation (Jobs.trusted)
-        return Jobs.trusted(s, e, rho, allowed, cap, coef, weight)
-
-
-def draw_params(p: dict[str, Any]) -> np.ndarray:
-    """float64 ``(12,)`` of the compiled sampler (:func:`_fill_jobs`'s ``p``, then the arrival
-    rate) from validated params ``p``."""
-    return np.array([p["duration_mean"], p["workload_mean"], p["workload_sd"],
-                     _gauss_hi(p["workload_mean"], p["workload_sd"]), p["capability_mean"],
-                     p["capability_sd"], _gauss_hi(p["capability_mean"], p["capability_sd"]),
-                     *p["coef_range"], *p["weight_range"], p["arrival_rate"]], dtype=np.float64)
+        return Jobs.trusted(s, e.astype(np.int64), rho, allowed, xbar, coef, weight)
 
 
 def job_sampler(params: dict[str, Any]) -> PaperJobSampler:
-    """The paper's job sampler for ``params`` (kept for callers of the old closure API)."""
+    """The paper's job sampler for ``params`` (:class:`PaperJobSampler`)."""
     return PaperJobSampler(params)

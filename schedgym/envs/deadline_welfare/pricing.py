@@ -33,8 +33,8 @@ def _h(alpha: float, ratio: float) -> float:
 
 @numba.njit(cache=True)
 def _alpha_kernel(ratio: float) -> float:
-    """The bisection of :func:`alpha_hat` for ``ratio > 1`` (compiled; the same steps as the
-    pure-Python loop it replaced, so the same value)."""
+    """The bisection of :func:`alpha_hat` for ``ratio > 1`` (compiled; the steps of the plain
+    bisection, so the same value)."""
     lo, hi = 2.0, 3.0
     while _h(hi, ratio) <= 0.0:
         lo, hi = hi, hi * 2.0
@@ -60,24 +60,6 @@ def alpha_hat(ratio: float) -> float:
     if ratio <= 1.0 + 1e-12:
         return 2.0
     return float(_alpha_kernel(ratio))
-
-
-def alpha_hat_batch(ratio: np.ndarray) -> np.ndarray:
-    """:func:`alpha_hat` of every entry of float64 ``ratio`` ``(k,)`` (one compiled call; the
-    same checks and values)."""
-    bad = ~(np.isfinite(ratio) & (ratio >= 1.0 - 1e-9))
-    if bad.any():
-        value = float(ratio[np.flatnonzero(bad)[0]])
-        raise ValueError(f"ratio={value!r} is invalid: must be a finite number v/iota >= 1")
-    return _alpha_batch(ratio)
-
-
-@numba.njit(cache=True)
-def _alpha_batch(ratio: np.ndarray) -> np.ndarray:
-    out = np.empty(ratio.size)
-    for i in range(ratio.size):
-        out[i] = 2.0 if ratio[i] <= 1.0 + 1e-12 else _alpha_kernel(ratio[i])
-    return out
 
 
 @dataclass(frozen=True)

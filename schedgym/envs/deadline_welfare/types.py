@@ -40,6 +40,9 @@ FAMILIES: tuple[str, ...] = ("linear", "log", "sqrt")
 FAMILY_CODES: dict[str, int] = {name: i for i, name in enumerate(FAMILIES)}
 BOUND_MODES: tuple[str, ...] = ("oracle", "prior")
 COEF_SCOPES: tuple[str, ...] = ("unit", "job")
+#: Most Poisson arrivals per slot (``arrival_rate``): far above any cluster this models, and
+#: low enough that numpy's Poisson sampler accepts it and every count sums exactly in int64.
+ARRIVAL_RATE_MAX = 1e9
 
 
 def check_family(utility: Any) -> str:
@@ -138,7 +141,7 @@ class Jobs:
                 allowed: np.ndarray, capability: np.ndarray, coef: np.ndarray,
                 weight: np.ndarray) -> Jobs:
         """Jobs from arrays a generator has just built and owns, without re-validating them
-        (the validating constructor costs more than drawing the jobs): ``arrival``,
+        (the validating constructor would check again what the generator guarantees): ``arrival``,
         ``deadline`` int64 ``(N,)``, ``workload`` float64 ``(N,)``, ``allowed`` bool ``(N, R)``,
         ``capability`` float64 ``(N, R)`` or ``(N, R, T)``, ``coef`` float64 ``(N,)`` or
         ``(N, R, T)``, ``weight`` float64 ``(N, R, T)``; values as the validating constructor
@@ -324,7 +327,7 @@ def _limits_kernel(workload: np.ndarray, arrival: np.ndarray, deadline: np.ndarr
     """float64 ``(4,)``: max workload over jobs, max capability, coef, weight over the job
     units ℛ_n (``allowed`` x ``[arrival, deadline]``); 0 where there is none (as
     ``a[mask].max()``, without building the mask)."""
-    out = np.empty(4)  # np.empty and a loop: see generator._arrivals
+    out = np.empty(4)
     seen = np.empty(4, dtype=np.bool_)
     for i in range(4):
         out[i] = -np.inf
@@ -352,7 +355,8 @@ class DeadlineWelfareParams:
 
     Sizes: ``n_instances`` (K nodes), ``horizon`` (T one-hour slots), ``n_jobs`` (N; ``None``
     keeps every Poisson arrival over the horizon). Arrivals: ``arrival_rate`` (Poisson mean
-    arrivals per slot), ``duration_mean`` (mean of the exponential max service time D_n, slots).
+    arrivals per slot, at most :data:`ARRIVAL_RATE_MAX`), ``duration_mean`` (mean of the
+    exponential max service time D_n, slots).
     Gaussian draws ``N(mean, sd)`` floored at 0.1 and capped at mean + 8 sd: ``workload_*``
     (ρ_n), ``capability_*`` (x̄_nr, constant over slots), ``capacity_*`` (C_k, constant over
     slots). Uniform draws: ``coef_range`` (a, per unit or per job by ``coef_scope``),
@@ -388,8 +392,10 @@ class DeadlineWelfareParams:
         put("horizon", check_int("horizon", self.horizon, min_value=1))
         if self.n_jobs is not None:
             put("n_jobs", check_int("n_jobs", self.n_jobs, min_value=1))
-        for name in ("arrival_rate", "duration_mean"):
-            put(name, check_float(name, getattr(self, name), low=0.0, low_open=True))
+        put("arrival_rate", check_float("arrival_rate", self.arrival_rate, low=0.0,
+                                        low_open=True, high=ARRIVAL_RATE_MAX))
+        put("duration_mean", check_float("duration_mean", self.duration_mean, low=0.0,
+                                         low_open=True))
         for name in ("workload", "capability", "capacity"):
             put(f"{name}_mean", check_float(f"{name}_mean", getattr(self, f"{name}_mean"),
                                             low=0.0, low_open=True))

@@ -4,14 +4,15 @@
 **kwargs)`` builds it (``kwargs`` as for ``gym.make``, including ``action_mode`` and
 ``instance_features``). One step = one job arrival in every copy. All copies share the instance
 (same ``scenario``/``instance_seed``/overrides); each has its own episode seed and job stream.
+With ``obs_mode="entities"`` the batch of flat observations is encoded by the template's
+:class:`.entities.EntityEncoder` in one batched call, row for row the single env's.
 
 Results equal ``B`` single envs under ``SyncVectorEnv`` bit for bit (observations, rewards,
 terminated/truncated, infos with Gymnasium's ``_key`` masks): ``reset(seed=s)`` seeds copy ``i``
 with ``s + i``; autoreset follows Gymnasium's default ``NEXT_STEP`` mode (the step after an
 episode ends resets that copy, ignores its action, returns reward 0 and the new episode's reset
-info). The episodes' jobs are the single env's: with the paper sampler (fixed number of jobs,
-no locality) every resetting copy's episode is drawn by one compiled call with the sampler's own
-kernels (:func:`_draw_batch`), else copy by copy through the template's sampler and checks. The
+info). The episodes' jobs are the single env's: every resetting copy's episode is drawn by the
+template's sampler and checked by the template's checks. The
 step of every copy (decode, :func:`schedgym.envs.deadline_welfare.dynamics.apply_one`, the info's
 sums) is one compiled call (:func:`_step_batch`), the observations another (:func:`_obs_batch`).
 ``render_mode`` (``"ansi"``, ``"rgb_array"``) is the single env's: ``render()`` returns every
@@ -20,29 +21,22 @@ copy's frame, drawn by the single env's viewer, as ``SyncVectorEnv`` does.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 import numba
 import numpy as np
-from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from schedgym.core.envbase import resolve_episode_seed
 from schedgym.core.validation import check_int
-from schedgym.envs.deadline_welfare import dynamics, pcg
-from schedgym.envs.deadline_welfare.dynamics import frozen
+from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-from schedgym.envs.deadline_welfare.generator import (
-    PaperJobSampler,
-    _arrivals,
-    _fill_jobs,
-    estimate_memory_mb,
-)
-from schedgym.envs.deadline_welfare.pricing import alpha_hat, alpha_hat_batch
-from schedgym.envs.deadline_welfare.types import Jobs, _limits_kernel, mask_into
+from schedgym.envs.deadline_welfare.generator import estimate_memory_mb
+from schedgym.envs.deadline_welfare.pricing import alpha_hat
+from schedgym.envs.deadline_welfare.types import Jobs
 
 #: Rows of :func:`_step_batch`'s ``out``.
 _CAP_L1, _WL_L1, _FJ, _FC, _SERVED, _UNITS, _UTIL, _CLIP, _SLOT, _FRAC, _REPAIR, _WELFARE, \
@@ -100,8 +94,8 @@ def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
         rho = job_scalars[b, i, 0] if active else 0.0
         res = (0.0, 0.0, 0.0, 0.0)
         if active:
-            res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, frozen(mask),
-                                     frozen(coef), frozen(weight), x[b])
+            res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, mask, coef,
+                                     weight, x[b])
         served, units, util = dynamics.dispatch_stats(x[b], usage[b], capacity, ratio)
         if step[b]:
             totals[b, 0] += res[2]
@@ -157,47 +151,6 @@ def _obs_batch(n: np.ndarray, n_jobs: np.ndarray, job_mask: np.ndarray, job_cap:
             buf[offsets[11] + b * K + j] = features[j]
 
 
-@numba.njit(cache=True)
-def _draw_batch(words: np.ndarray, p: np.ndarray, n_jobs: int, coef_job: bool, code: int,
-                delta: float, capacity: np.ndarray, rows: np.ndarray, arrival: np.ndarray,
-                deadline: np.ndarray, mask: np.ndarray, cap: np.ndarray, coef: np.ndarray,
-                weight: np.ndarray, scalars: np.ndarray, limits: np.ndarray,
-                bounds: np.ndarray) -> None:
-    """The paper sampler's episode (``n_jobs`` jobs, every instance allowed) of every copy
-    ``rows[j]`` from its streams' seed words ``words[j]`` ``(6, 8)``, drawn as
-    :class:`.generator.PaperJobSampler` draws it, straight into the padded buffers: ``arrival``,
-    ``deadline`` ``(B, n_max)``, ``mask``, ``cap``, ``coef``, ``weight`` ``(B, n_max, R, T)``,
-    ``scalars`` ``(B, n_max, 3)`` (ρ, s, e); per copy the observed maxima ``limits[j]`` and
-    the ``(ι, v)`` candidates ``bounds[j]`` (as the single env's reset computes them)."""
-    N = n_jobs
-    R = cap.shape[2]
-    st = np.empty((6, 4), dtype=np.uint64)
-    allowed = np.ones((N, R), dtype=np.bool_)
-    rho = np.empty(N)
-    for j in range(rows.size):
-        b = rows[j]
-        for i in range(6):
-            pcg.seed_state(words[j, i], st[i])
-        s = _arrivals(st[0], p[11], cap.shape[3], N)
-        for n in range(N):  # element loops, not slice copies: see dynamics.obs_fill
-            arrival[b, n] = s[n]
-        _fill_jobs(st[1:], p, coef_job, s, deadline[b, :N], rho, cap[b, :N], coef[b, :N],
-                   weight[b, :N])
-        # frozen: the single env's reset calls these kernels with read-only job arrays
-        e = frozen(deadline[b, :N])
-        c, k, w = frozen(cap[b, :N]), frozen(coef[b, :N]), frozen(weight[b, :N])
-        mask_into(frozen(s), e, frozen(allowed), mask[b, :N])
-        for n in range(N):
-            scalars[b, n, 0] = rho[n]
-            scalars[b, n, 1] = s[n]
-            scalars[b, n, 2] = deadline[b, n]
-        lim = _limits_kernel(frozen(rho), frozen(s), e, frozen(allowed), c, k, w)
-        for i in range(4):
-            limits[j, i] = lim[i]
-        bounds[j, 0], bounds[j, 1] = dynamics._bounds_kernel(code, mask[b, :N], k, c, w,
-                                                             capacity, delta)
-
-
 class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` DeadlineWelfare-v0 copies of one instance; see the module docstring."""
 
@@ -216,9 +169,11 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self.instance = inst
         self.action_mode = t.action_mode
         self.metadata = {**type(self).metadata,
-                         "action_modes": t.metadata.get("action_modes", ("dispatch",))}
+                         "action_modes": t.metadata.get("action_modes", ("dispatch",)),
+                         "obs_modes": t.metadata["obs_modes"],
+                         "entity_action": t.metadata["entity_action"]}
         self.single_observation_space = t.observation_space
-        self._obs_keys = tuple(cast(spaces.Dict, t.observation_space).spaces)
+        self._obs_keys = tuple(t._flat_space.spaces)
         self.single_action_space = t.action_space
         self._action_dim = int(np.prod(t.action_space.shape or (1,)))
         self.observation_space = batch_space(t.observation_space, self.num_envs)
@@ -235,7 +190,6 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self._bounds = np.ones((B, 2))
         self._alpha = np.full(B, 2.0)
         self._seeds = np.zeros(B, dtype=np.int64)
-        self._drawn = np.zeros(B, dtype=bool)
         self._alloc_jobs(1)
         self._autoreset = np.zeros(B, dtype=bool)
         self._needs_reset = True
@@ -290,30 +244,8 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self._job_scalars[b, :N, 2] = jobs.deadline
 
     def _episode_jobs(self, b: int) -> Jobs | None:
-        """Copy ``b``'s episode's :class:`Jobs` (built from the buffers, once, for an episode
-        drawn by :meth:`_reset_batch`; ``None`` before its first reset)."""
-        jobs = self._jobs[b]
-        if jobs is None and self._drawn[b]:
-            N = int(self._n_jobs[b])
-            R = self.instance.n_instances
-            jobs = Jobs.trusted(self._arrival[b, :N].copy(), self._deadline[b, :N].copy(),
-                                self._job_scalars[b, :N, 0].copy(),
-                                np.ones((N, R), dtype=bool), self._cap4[b, :N].copy(),
-                                self._coef4[b, :N].copy(), self._weight4[b, :N].copy())
-            self._jobs[b] = jobs
-        return jobs
-
-    def _batch_sampler(self) -> PaperJobSampler | None:
-        """The template's sampler if :meth:`_reset_batch` can draw its episodes (the paper
-        sampler with a fixed number of jobs and no locality), else ``None``."""
-        smp = self.template._sample_jobs
-        if type(smp) is not PaperJobSampler:
-            return None
-        p = smp.params
-        m = p["locality_size"]
-        if p["n_jobs"] is None or (m is not None and m < p["n_instances"]):
-            return None
-        return smp
+        """Copy ``b``'s episode's :class:`Jobs` (``None`` before its first reset)."""
+        return self._jobs[b]
 
     def _episode_seed(self, b: int, seed: int | None) -> int:
         """Copy ``b``'s episode seed as the single env's reset resolves it (its own
@@ -328,53 +260,18 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
 
     def _reset_batch(self, rows: list[int], seeds: list[int | None],
                      infos: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start new episodes in copies ``rows`` (their reset ``seeds``); returns ``infos``
-        with those copies' reset infos added in Gymnasium's vector-info form. With the paper
-        sampler the episodes are drawn in one compiled call (:func:`_draw_batch`), else copy
-        by copy through the template's own sampler (:meth:`_reset_one`)."""
-        infos = {} if infos is None else infos
-        smp = self._batch_sampler()
-        if smp is None:
-            for b, seed in zip(rows, seeds, strict=True):
-                infos = self._add_info(infos, self._reset_one(b, seed), b)
-            return infos
-        eps = [self._episode_seed(b, seed) for b, seed in zip(rows, seeds, strict=True)]
-        N = int(smp.params["n_jobs"])
-        if N > self._job_mask.shape[1]:
-            self._alloc_jobs(N)
-        inst, t = self.instance, self.template
-        idx = np.array(rows, dtype=np.int64)
-        limits, bounds = np.empty((idx.size, 4)), np.empty((idx.size, 2))
-        delta = inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0
-        _draw_batch(smp._streams.words_batch(eps), smp._p,  # type: ignore[attr-defined]
-                    N, smp.params["coef_scope"] == "job", inst.family_code, float(delta),
-                    inst.capacity, idx, self._arrival, self._deadline, self._mask4, self._cap4,
-                    self._coef4, self._weight4, self._job_scalars, limits, bounds)
-        for b in rows:
-            self._jobs[b] = None  # built from the buffers when needed (_episode_jobs)
-        self._drawn[idx] = True
-        self._n_jobs[idx] = N
-        over = limits.astype(np.float32) > np.array(t._limits, dtype=np.float32)
-        if over.any():  # the single env's check raises, naming the parameter
-            j = int(np.flatnonzero(over.any(axis=1))[0])
-            t._check_jobs(cast(Jobs, self._episode_jobs(rows[j])))
-        bnd = [dynamics.bounds_from(inst, iota, v) for iota, v in bounds.tolist()]
-        alpha = alpha_hat_batch(np.array([v / iota for iota, v in bnd]))
-        self._n[idx] = 0
-        self._usage[idx] = 0.0
-        self._totals[idx] = 0.0
-        self._bounds[idx] = bnd
-        self._alpha[idx] = alpha
-        self._seeds[idx] = eps
-        return self._batch_info(idx, {"n_jobs": [N] * idx.size, "iota": [x[0] for x in bnd],
-                                      "v": [x[1] for x in bnd], "alpha_hat": alpha.tolist(),
-                                      "episode_seed": eps}, infos)
+        """Start new episodes in copies ``rows`` (their reset ``seeds``), copy by copy through
+        the template's own sampler and checks (:meth:`_reset_one`); returns ``infos`` with
+        those copies' reset infos added in Gymnasium's vector-info form."""
+        got = [self._reset_one(b, seed) for b, seed in zip(rows, seeds, strict=True)]
+        values = {key: [info[key] for info in got] for key in got[0]} if got else {}
+        return self._batch_info(np.array(rows, dtype=np.int64), values, infos)
 
     def _batch_info(self, idx: np.ndarray, values: dict[str, list[Any]],
                     infos: dict[str, Any] | None = None) -> dict[str, Any]:
         """``infos`` with every copy ``idx[j]``'s value ``values[key][j]`` added, as
-        :meth:`_add_info` adds them one copy at a time (arrays of the values' Python type,
-        ``_key`` masks, first-seen key order)."""
+        Gymnasium's ``_add_info`` adds them one copy at a time (arrays of the values' Python
+        type, ``_key`` masks, first-seen key order)."""
         infos = {} if infos is None else infos
         for key, vals in values.items():
             if key not in infos:
@@ -382,7 +279,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             infos[key][idx] = vals
             mask = infos.get("_" + key, np.zeros(self.num_envs, dtype=np.bool_))
             mask[idx] = True
-            infos[key], infos["_" + key] = infos[key], mask
+            infos["_" + key] = mask
         return infos
 
     def _reset_one(self, b: int, seed: int | None) -> dict[str, Any]:
@@ -407,7 +304,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
     # ------------------------------------------------------------------ observations
     def _obs_layout(self) -> None:
         """Where every observation key's ``(B, size)`` block lies in :meth:`_obs`'s buffer."""
-        space = cast(spaces.Dict, self.single_observation_space).spaces
+        space = self.template._flat_space.spaces
         self._obs_blocks: dict[str, tuple[int, int]] = {}
         offsets = np.zeros(len(_OBS_ORDER), dtype=np.int64)
         k = 0
@@ -432,8 +329,9 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
                    self._bounds, self._features, self._obs_offsets, buf)
         B = self.num_envs
         blocks = self._obs_blocks
-        return {k: buf[blocks[k][0]:blocks[k][0] + B * blocks[k][1]].reshape(B, blocks[k][1])
-                for k in self._obs_keys}
+        obs = {k: buf[blocks[k][0]:blocks[k][0] + B * blocks[k][1]].reshape(B, blocks[k][1])
+               for k in self._obs_keys}
+        return obs if t._entities is None else t._entities.encode_batch(obs)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | list[int | None] | None = None,

@@ -18,14 +18,18 @@ from schedgym.envs.fluctuating_speed.types import FluctuatingSpeedInstance
 def validate_selection(action: Any, n_edges: int, name: str = "action") -> np.ndarray:
     """Return ``action`` as an int8 ``(E,)`` selection; raise ``ValueError`` if its shape is not
     ``(E,)`` or an entry is not exactly 0 or 1 (bools and 0./1. floats are accepted)."""
+    arr: Any = None
+    num = None
     try:
         arr = np.asarray(action)
-        num = arr.astype(np.float64)
+        if arr.dtype.kind != "c":  # complex to real would silently drop the imaginary part
+            num = arr.astype(np.float64)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} is invalid: expected a 0/1 array of shape ({n_edges},), got "
-            f"{type(action).__name__}"
-        ) from None
+        pass
+    if num is None:
+        dtype = "" if arr is None else f" of dtype {arr.dtype}"
+        raise ValueError(f"{name} is invalid: expected a real 0/1 array of shape ({n_edges},), "
+                         f"got {type(action).__name__}{dtype}")
     if num.shape != (n_edges,):
         raise ValueError(f"{name} has shape {num.shape}: must have shape ({n_edges},) "
                          "(one 0/1 entry per edge)")
@@ -257,8 +261,12 @@ def _repair(x: np.ndarray, ld: np.ndarray, A: np.ndarray,
 
 @numba.njit(cache=True)
 def _dot(x: np.ndarray, v: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``x @ v`` through BLAS ``ddot`` (the call numpy makes), so sums match numpy bit for bit."""
-    return np.dot(x.astype(np.float64), v)
+    """``sum_e x_e v_e`` in index order. A plain loop, not BLAS ``ddot``: the order of a BLAS
+    sum depends on the kernel OpenBLAS picks for the CPU, and the rewards' bits are promised."""
+    s = 0.0
+    for e in range(x.shape[0]):
+        s += x[e] * v[e]
+    return s
 
 
 @numba.njit(cache=True)
@@ -354,12 +362,20 @@ class SlotOutcome(NamedTuple):
     out: np.ndarray
 
 
+#: The action dtypes :func:`slot_kernel` takes as they are: MultiBinary's int8 and what agents
+#: and learners commonly give. Any other real dtype (float16 and long double, which numba lacks,
+#: included) is converted by :func:`validate_selection`, so the kernel is compiled for a few
+#: dtypes only.
+SELECTION_DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int64, np.float32,
+                                                    np.float64))
+
+
 def as_selection(action: Any, n_edges: int) -> np.ndarray:
-    """``action`` as a numeric ``(E,)`` array for :func:`slot_kernel` (no copy when it already is
-    one); anything else goes through :func:`validate_selection` (which raises on a bad shape or
-    a non-numeric entry)."""
+    """``action`` as a numeric ``(E,)`` array for :func:`slot_kernel` (no copy when its dtype is
+    one of :data:`SELECTION_DTYPES`); anything else goes through :func:`validate_selection`
+    (which converts float16 and the like, and raises on a bad shape or a non-binary entry)."""
     arr = np.asarray(action) if not isinstance(action, np.ndarray) else action
-    if arr.shape != (n_edges,) or arr.dtype.kind not in "biuf":
+    if arr.shape != (n_edges,) or arr.dtype not in SELECTION_DTYPES:
         arr = validate_selection(action, n_edges)
     return arr
 

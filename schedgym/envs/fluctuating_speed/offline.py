@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from schedgym.core.knapsack import knapsack_01
-from schedgym.envs.fluctuating_speed.dynamics import edge_mask, net_utility
+from schedgym.envs.fluctuating_speed.dynamics import _dot, edge_mask, net_utility
 from schedgym.envs.fluctuating_speed.types import FluctuatingSpeedInstance
 
 
@@ -42,7 +42,8 @@ class OracleSolver:
             _, x = knapsack_01(self.values, inst.requests, inst.capacities,
                                allowed.astype(bool))
             x.setflags(write=False)
-            hit = (x, float(self.values @ x))
+            # writable copies, the array types slot_kernel passes: one compiled _dot
+            hit = (x, float(_dot(np.array(x), np.array(self.values))))
             if len(self._cache) < 4096:
                 self._cache[key] = hit
         return hit
@@ -59,5 +60,5 @@ def episode_benchmarks(env: Any) -> dict[str, float]:
     total = 0.0
     for t in range(env.horizon):
         x, _ = solver.solve(env.arrivals[t])
-        total += float(x @ net_utility(env.utilities[t], inst.cost))
+        total += float(_dot(np.array(x), net_utility(env.utilities[t], inst.cost)))
     return {"oracle": total}

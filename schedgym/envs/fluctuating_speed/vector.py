@@ -314,7 +314,7 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         N, E = self.num_envs, self.instance.n_edges
         if not self._scores:
             acts = np.asarray(actions)
-            if acts.shape != (N, E) or acts.dtype.kind not in "biuf":
+            if acts.shape != (N, E) or acts.dtype not in dyn.SELECTION_DTYPES:
                 acts = np.stack([dyn.validate_selection(a, E) for a in _rows(actions, N, E)])
             return acts
         inst = self.instance

@@ -25,8 +25,9 @@ from schedgym.core.envbase import (
     unit_box,
     validate_action,
 )
+from schedgym.core.graph import reachable_capacity
 from schedgym.core.validation import check_bool, check_choice, check_float
-from schedgym.envs.gain_overhead import actions, dynamics, viewer
+from schedgym.envs.gain_overhead import actions, dynamics, entities, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
 from schedgym.envs.gain_overhead.types import GainOverheadInstance, GainOverheadParams
 from schedgym.envs.gain_overhead.viewer import RenderState
@@ -93,7 +94,7 @@ def instance_features(inst: GainOverheadInstance) -> np.ndarray:
     the type's instances whose utility family for ``k`` is linear. Then per resource:
     ``beta_k / (1 + beta_k)``. Sizes depend only on ``L`` and ``K``, never on the instance seed.
     """
-    reach = inst.mask.astype(np.float64) @ inst.capacities  # (L, K)
+    reach = reachable_capacity(inst.mask, inst.capacities)  # (L, K)
     req = inst.requests
     share = np.divide(req, req + reach, out=np.zeros_like(req), where=(req + reach) > 0)
     deg = np.diff(np.r_[inst.type_starts, inst.n_edges])[:, None]
@@ -151,6 +152,27 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     - ``instance`` ``(3 L K + K,)`` in [0, 1], only with ``instance_features=True``: see
       :func:`instance_features`.
 
+    With ``obs_mode="entities"`` (default ``"flat"``, the ``Dict`` above) the observation is
+    one row per (type ``l``, resource ``k``) pair, the entity the ``prices``/``fractions``
+    actions act on (``N = L * K``, entity ``l * K + k`` = action entry ``l * K + k``;
+    ``metadata["entity_action"]`` is ``"entity"`` in those modes, ``"none"`` in
+    ``allocation``; ``metadata["entity_action_mode"]`` names ``prices``, the mode an
+    entity policy trains in by default): ``Dict(entities=Box(0, 1, (N, 16)), mask=Box(0, 1, (N,)),
+    context=Box(0, 1, (5,)))``, float32. The features (all in [0, 1]; names in
+    ``entity_feature_names``/``context_feature_names``, definitions in
+    :data:`.entities.FEATURES`/:data:`.entities.CONTEXT`): the observed arrival ``x_l``; the
+    request against the reachable capacity ``a/(a + c_lk)`` and against one instance's mean
+    capacity; the reachable share of k's capacity; the degree share ``|R_l| / R``; ``beta_k /
+    (1 + beta_k)``; the ``prices`` decoder's scale ``pmax / (1 + pmax)`` and ``beta / (beta +
+    pmax)``; the mean ``alpha / (1 + alpha)`` and the share of each utility family (linear,
+    log, reciprocal, poly) over the type's channels; the capacity-weighted utilization of k
+    over the type's instances (previous slot); the pressure ``P / (1 + P)`` of the observed
+    arrivals' requests on those instances against their capacity; ``t / T``. ``mask`` is 1 on
+    the pairs of observed-arrived types under ``arrivals="revealed"`` (the decoders serve only
+    those; it may be all 0 in a slot without arrivals) and all 1 under ``"hidden"``.
+    ``context``: ``t / T``, the share of types arrived, the mean and max utilization, the
+    pressure of all arrivals on the whole capacity.
+
     ## Rewards
     The separable reward of OgaSched (3)-(4) ("nice setup") on the arrivals of the slot:
     ``q = sum_l x_l [ sum_k sum_{r in R_l} f_r^k(y) - max_k beta_k sum_{r in R_l} y ]``,
@@ -171,10 +193,10 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/GainOverhead-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="allocation", arrivals="revealed",
-    instance_features=False, memory_limit_mb=4096, **overrides)``. Scenarios: ``paper-default``,
-    ``paper-headline``, ``large-scale`` and the trace-driven ``alibaba-gpu-2023``
-    (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``, ``degree_cap``,
-    ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
+    instance_features=False, memory_limit_mb=4096, obs_mode="flat", **overrides)``.
+    Scenarios: ``paper-default``, ``paper-headline``, ``large-scale`` and the trace-driven
+    ``alibaba-gpu-2023`` (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``,
+    ``degree_cap``, ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
 
     ====================  ============  =========================================================
     parameter             default       allowed
@@ -221,7 +243,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                "action_modes": actions.ACTION_MODES}
+                "action_modes": actions.ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                "entity_action_mode": "prices"}
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
@@ -238,9 +261,11 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         arrivals: str = "revealed",
         instance_features: bool = False,
         memory_limit_mb: float = MEMORY_LIMIT_MB,
+        obs_mode: str = "flat",
         **overrides: Any,
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, actions.ACTION_MODES)
+        self.obs_mode: str = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
         self.arrivals_protocol: str = check_choice("arrivals", arrivals, ARRIVAL_PROTOCOLS)
         #: The observed arrivals are slot ``t - lag``'s: 0 (revealed) or 1 (hidden).
         self._lag = 0 if self.arrivals_protocol == "revealed" else 1
@@ -290,7 +315,18 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         if self.instance_features:
             self._features = instance_features(inst)
             obs["instance"] = frac_box(self._features.size)
-        self.observation_space = cast(ObsSpace, spaces.Dict(obs))
+        #: The flat observation's space (what the vector env and the entity encoder read).
+        self._flat_space = spaces.Dict(obs)
+        self.metadata = {**type(self).metadata,
+                         "entity_action": entities.entity_action(self.action_mode)}
+        self._entities: entities.EntityEncoder | None = None
+        self.entity_feature_names = entities.ENTITY_FEATURE_NAMES
+        self.context_feature_names = entities.CONTEXT_FEATURE_NAMES
+        if self.obs_mode == "entities":
+            self._entities = entities.EntityEncoder(inst, gate=self._lag == 0)
+            self.observation_space = cast(ObsSpace, self._entities.space)
+        else:
+            self.observation_space = cast(ObsSpace, self._flat_space)
 
     # ---------------------------------------------------------------- helpers
     def decode_action(self, action: np.ndarray) -> np.ndarray:
@@ -361,6 +397,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
                "progress": self._progress[t:t + 1].copy()}
         if self.instance_features:
             obs["instance"] = self._features.copy()
+        if self._entities is not None:
+            return self._entities.encode(obs)
         return obs
 
     # -------------------------------------------------------------- gym API

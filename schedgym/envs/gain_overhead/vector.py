@@ -2,7 +2,9 @@
 
 ``gym.make_vec("schedgym/GainOverhead-v0", num_envs=N, vectorization_mode="vector_entry_point",
 **kwargs)`` builds it; every keyword of the single env works (``scenario``, ``instance_seed``,
-overrides, ``action_mode``, ``arrivals``, ``instance_features``, ``render_mode``). It is a
+overrides, ``action_mode``, ``arrivals``, ``instance_features``, ``obs_mode``, ``render_mode``;
+with ``obs_mode="entities"`` the batch of flat observations is encoded by the single env's
+:class:`.entities.EntityEncoder` in one batched call, row for row the single env's). It is a
 drop-in for ``SyncVectorEnv`` over N single envs with the same kwargs: the same observations,
 rewards (bit for bit), terminated/truncated flags and infos, across autoresets too:
 
@@ -68,7 +70,9 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
                                                        for _ in range(self.num_envs - 1)]
         self.render_mode = first.render_mode
         self.metadata = {**self.metadata,
-                         "action_modes": first.metadata.get("action_modes", ("allocation",))}
+                         "action_modes": first.metadata.get("action_modes", ("allocation",)),
+                         "obs_modes": first.metadata["obs_modes"],
+                         "entity_action": first.metadata["entity_action"]}
         self.instance = inst = first.instance
         self.horizon = first.horizon
         self.action_mode: str = getattr(first, "action_mode", "allocation")
@@ -99,7 +103,9 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         #: ``_util`` as float32: the next observation's (a new array each step and reset).
         self._util32 = np.zeros(self._util.shape, dtype=np.float32)
         self._features = getattr(first, "_features", None)
-        self._obs_keys: tuple[str, ...] = tuple(first.observation_space.keys())  # type: ignore[attr-defined]
+        self._obs_keys: tuple[str, ...] = tuple(first._flat_space.keys())
+        #: The single env's entity encoder (``obs_mode="entities"``), else None.
+        self._entities = first._entities
         self._needs_reset = True
 
     @property
@@ -162,6 +168,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         }
         if self._features is not None:
             values["instance"] = np.tile(self._features, (self.num_envs, 1))
+        if self._entities is not None:
+            return self._entities.encode_batch(values)
         return {key: values[key] for key in self._obs_keys}
 
     # ------------------------------------------------------------------- step

@@ -46,7 +46,7 @@ _WORKLOAD = r"""
 import gymnasium as gym, numpy as np, schedgym
 from schedgym.agents import onsocmax
 from schedgym.agents.baselines import deadline_welfare as bl
-from schedgym.envs.deadline_welfare import dynamics, generator, pcg, pricing, streams, types
+from schedgym.envs.deadline_welfare import dynamics, generator, pricing, types
 from schedgym.envs.deadline_welfare import vector
 from schedgym.core import pairwise
 
@@ -58,7 +58,7 @@ for u in ("linear", "log", "sqrt"):
     vec.reset(seed=0)
     for _ in range(6):
         vec.step(vec.action_space.sample())
-report(dynamics, generator, pcg, pricing, streams, types, vector, onsocmax, bl, pairwise)
+report(dynamics, generator, pricing, types, vector, onsocmax, bl, pairwise)
 """
 
 _FS_WORKLOAD = r"""

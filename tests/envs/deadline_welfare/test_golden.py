@@ -1,23 +1,21 @@
-"""Golden trajectories of DeadlineWelfare-v0: the env and its native vector env give, bit for
-bit, the observations, rewards, flags and infos recorded before the speed work of issue 11
-(commit ``902d445``), for several seeds, settings and action modes, with random actions and
-with an OnSocMax rollout. Every published number (README, docs/reproduction-onsocmax.md,
-docs/learned/*) was made with those draws, so a faster path must not move a single bit.
+"""Golden trajectories of DeadlineWelfare-v0: the env and its native vector env give the
+observations, rewards, flags and infos recorded before the speed work of issue 11 (commit
+``902d445``), for several seeds, settings and action modes, with random actions and with an
+OnSocMax rollout. Every published number (README, docs/reproduction-onsocmax.md, docs/learned/*)
+was made with those draws, so a faster path must not move them.
 
-Each trajectory is reduced to a SHA-256 over a canonical byte encoding of every value (arrays:
-dtype, shape and bytes; scalars: their Python/numpy type and exact bits; dicts in key order), so
-a changed dtype or scalar type (``float`` vs ``np.float64``) fails too. The recorded per-episode
-returns are kept beside each hash to point at the first diverging episode.
+Each trajectory is recorded by :class:`tests.golden.Recording`: types, shapes and integers
+exactly, floats within a few ulps (portable across CPUs), and the exact bits as a SHA-256 checked
+only by ``pytest -m golden_exact`` on the recording machine. The recorded per-episode returns are
+kept in clear to point at the first diverging episode.
 
 Record again (only after a deliberate, documented change of the trajectories):
-``python tests/envs/deadline_welfare/test_golden.py --record``.
-"""
+``python -m tests.envs.deadline_welfare.test_golden --record`` (``--record-exact`` for this
+machine's bits only)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ import pytest
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym import agents
 from schedgym.envs.deadline_welfare import ENV_ID
+from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
 
 GOLDEN = Path(__file__).with_name("golden_trajectories.json")
 
@@ -47,44 +46,6 @@ SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _canon(x: Any, out: list[bytes]) -> None:
-    """Append an exact, type-aware byte encoding of ``x`` to ``out``."""
-    if isinstance(x, dict):
-        out.append(b"{%d" % len(x))
-        for k in sorted(x):
-            out.append(str(k).encode() + b":")
-            _canon(x[k], out)
-        out.append(b"}")
-    elif isinstance(x, tuple | list):
-        out.append(b"(%d" % len(x))
-        for v in x:
-            _canon(v, out)
-        out.append(b")")
-    elif isinstance(x, np.ndarray):
-        a = np.ascontiguousarray(x)
-        out.append(f"A{a.dtype.str}{a.shape}".encode() + a.tobytes())
-    elif isinstance(x, np.generic):
-        out.append(f"G{x.dtype.str}".encode() + x.tobytes())
-    elif isinstance(x, bool | int):
-        out.append(f"{type(x).__name__}{x!r}".encode())
-    elif isinstance(x, float):
-        out.append(b"f" + struct.pack("<d", x))
-    elif x is None:
-        out.append(b"N")
-    else:
-        raise TypeError(f"no canonical encoding for {type(x).__name__}")
-
-
-class _Hasher:
-    def __init__(self) -> None:
-        self.h = hashlib.sha256()
-
-    def add(self, *values: Any) -> None:
-        buf: list[bytes] = []
-        _canon(values, buf)
-        self.h.update(b"".join(buf))
-
-
 def _act(agent: Any, obs: Any, rng: np.random.Generator, space: Any) -> np.ndarray:
     """OnSocMax's action, or random float32 actions (some outside [-1, 1]) without an agent."""
     if agent is None:
@@ -98,7 +59,7 @@ def _single(kwargs: dict[str, Any], policy: str, seeds: list[int]) -> dict[str, 
     env = gym.make(ENV_ID, **kwargs)
     agent = agents.make("onsocmax", env) if policy == "onsocmax" else None
     rng = np.random.default_rng(1234)
-    h, returns = _Hasher(), []
+    h, returns = Recording(), []
     for seed in [*seeds, None]:
         obs, info = env.reset(seed=seed)
         h.add(obs, info)
@@ -109,7 +70,7 @@ def _single(kwargs: dict[str, Any], policy: str, seeds: list[int]) -> dict[str, 
             ret += float(r)
             done = term or trunc
         returns.append(ret)
-    return {"sha256": h.h.hexdigest(), "returns": returns}
+    return h.result(returns=returns)
 
 
 def _vector(kwargs: dict[str, Any], policy: str, num_envs: int, steps: int) -> dict[str, Any]:
@@ -118,7 +79,7 @@ def _vector(kwargs: dict[str, Any], policy: str, num_envs: int, steps: int) -> d
                        **kwargs)
     agent = agents.make("onsocmax", env.unwrapped.template) if policy == "onsocmax" else None
     rng = np.random.default_rng(99)
-    h = _Hasher()
+    h = Recording()
     obs, info = env.reset(seed=17)
     h.add(obs, info)
     total = np.zeros(num_envs)
@@ -126,7 +87,7 @@ def _vector(kwargs: dict[str, Any], policy: str, num_envs: int, steps: int) -> d
         obs, r, term, trunc, info = env.step(_act(agent, obs, rng, env.action_space))
         h.add(obs, r, term, trunc, info)
         total += r
-    return {"sha256": h.h.hexdigest(), "returns": total.tolist()}
+    return h.result(returns=total.tolist())
 
 
 def _cases() -> dict[str, Any]:
@@ -156,19 +117,22 @@ def test_every_case_is_recorded(golden):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_trajectory_equals_golden(case, golden):
-    got = CASES[case]()
-    want = golden[case]
-    assert got["returns"] == want["returns"], f"{case}: returns differ"
-    assert got["sha256"] == want["sha256"], f"{case}: observations/infos differ"
+    assert_portable_match(CASES[case](), golden[case], case)
 
 
-def test_hash_detects_a_scalar_type_change():
-    a, b = _Hasher(), _Hasher()
+@pytest.mark.golden_exact
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_trajectory_has_the_golden_bits(case, golden):
+    assert_exact_match(CASES[case](), golden[case], case)
+
+
+def test_recording_sees_a_scalar_type_change():
+    a, b = Recording(), Recording()
     a.add({"x": 1.0})
     b.add({"x": np.float64(1.0)})
-    assert a.h.digest() != b.h.digest()
+    assert a.result()["structure"] != b.result()["structure"]
+    assert a.result()["sha256"] != b.result()["sha256"]
 
 
-if __name__ == "__main__" and "--record" in sys.argv:
-    GOLDEN.write_text(json.dumps({k: f() for k, f in sorted(CASES.items())}, indent=1) + "\n")
-    print(f"recorded {len(CASES)} cases in {GOLDEN}")
+if __name__ == "__main__":
+    record_main(GOLDEN, CASES, sys.argv)

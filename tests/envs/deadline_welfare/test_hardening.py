@@ -13,7 +13,7 @@ import pytest
 from schedgym.envs.deadline_welfare import ENV_ID, SCENARIOS
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
 from schedgym.envs.deadline_welfare.generator import estimate_memory_mb, upper_f32
-from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
+from schedgym.envs.deadline_welfare.types import ARRIVAL_RATE_MAX, DeadlineWelfareInstance, Jobs
 
 from .conftest import SMALL, make_tiny
 
@@ -124,3 +124,20 @@ def test_max_episode_steps_is_the_episode_length(kw, steps):
     if steps is not None:
         assert len(_rollout(env, 0)) == steps
     assert make_tiny().max_episode_steps == 2
+
+
+@pytest.mark.parametrize("kw", [{}, {"n_jobs": None}])
+@pytest.mark.parametrize("rate", [1e10, 2.0**63, 1e300])
+def test_arrival_rate_above_its_maximum_is_refused_by_name(rate, kw):
+    """Issue 23: a huge ``arrival_rate`` ran ``reset`` for minutes (2**63: for ever)."""
+    with pytest.raises(ValueError, match=r"arrival_rate=.* is invalid: must be a finite number"
+                                         r" in \(0\.0, 1000000000\.0\]"):
+        gym.make(ENV_ID, arrival_rate=rate, **kw)
+
+
+def test_reset_work_does_not_grow_with_the_arrival_rate():
+    """At the largest rate every job arrives in slot 0 and ``reset`` only keeps ``n_jobs`` of
+    the ~1e9 arrivals per slot, never expanding all of them."""
+    env = gym.make(ENV_ID, arrival_rate=ARRIVAL_RATE_MAX)
+    _, info = env.reset(seed=0)
+    assert info["n_jobs"] == 20 and not env.unwrapped.jobs.arrival.any()

@@ -1,12 +1,13 @@
 """Golden trajectories of FluctuatingSpeed-v0: the env, its native vector env and the agents
-(ESDP, HAUF, LCF, LWTF, the oracle) give, bit for bit, the observations, rewards, flags and
-infos recorded before the first-use compile work of issue 11 (commit ``74e0b7d``), so a
-change of how the kernels are compiled cannot move a published number. The encoding is the
-DeadlineWelfare golden test's (``tests/envs/deadline_welfare/test_golden.py``).
+(ESDP, HAUF, LCF, LWTF, the oracle) give the observations, rewards, flags and infos recorded
+before the first-use compile work of issue 11 (commit ``74e0b7d``), so a change of how the
+kernels are compiled cannot move a published number. Recorded and compared as the
+DeadlineWelfare golden test (:mod:`tests.golden`: portable within a few ulps on every CPU, exact
+bits by ``pytest -m golden_exact`` on the recording machine).
 
 Record again (only after a deliberate, documented change of the trajectories):
-``python tests/envs/fluctuating_speed/test_fs_golden.py --record``.
-"""
+``python -m tests.envs.fluctuating_speed.test_fs_golden --record`` (``--record-exact`` for this
+machine's bits only)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym import agents
 from schedgym.envs.fluctuating_speed import ENV_ID
-from tests.envs.deadline_welfare.test_golden import _Hasher
+from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
 
 GOLDEN = Path(__file__).with_name("golden_trajectories.json")
 
@@ -40,7 +41,7 @@ def _single(kwargs: dict[str, Any], policy: str | None) -> dict[str, Any]:
     env = gym.make(ENV_ID, **kwargs)
     agent = agents.make(policy, env) if policy else None
     rng = np.random.default_rng(5)
-    h, returns = _Hasher(), []
+    h, returns = Recording(), []
     for seed in (0, 3, None):
         obs, info = env.reset(seed=seed)
         h.add(obs, info)
@@ -53,20 +54,20 @@ def _single(kwargs: dict[str, Any], policy: str | None) -> dict[str, Any]:
             ret += float(r)
             done = term or trunc
         returns.append(ret)
-    return {"sha256": h.h.hexdigest(), "returns": returns}
+    return h.result(returns=returns)
 
 
 def _vector(kwargs: dict[str, Any], steps: int) -> dict[str, Any]:
     env = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
     rng = np.random.default_rng(11)
-    h = _Hasher()
+    h = Recording()
     h.add(*env.reset(seed=17))  # (obs, info)
     total = np.zeros(3)
     for _ in range(steps):
         out = env.step(rng.integers(0, 2, (3, env.single_action_space.n)).astype(np.int8))
         h.add(*out)  # (obs, reward, terminated, truncated, info)
         total += out[1]
-    return {"sha256": h.h.hexdigest(), "returns": total.tolist()}
+    return h.result(returns=total.tolist())
 
 
 def _cases() -> dict[str, Any]:
@@ -92,8 +93,14 @@ def test_the_recording_has_every_case():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_trajectory_is_the_recorded_one(case):
-    assert CASES[case]() == _recorded()[case], f"{case}: differs from the recording"
+    assert_portable_match(CASES[case](), _recorded()[case], case)
 
 
-if __name__ == "__main__" and "--record" in sys.argv:
-    GOLDEN.write_text(json.dumps({k: f() for k, f in sorted(CASES.items())}, indent=1) + "\n")
+@pytest.mark.golden_exact
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_trajectory_has_the_recorded_bits(case):
+    assert_exact_match(CASES[case](), _recorded()[case], case)
+
+
+if __name__ == "__main__":
+    record_main(GOLDEN, CASES, sys.argv)

@@ -14,6 +14,8 @@ import schedgym  # noqa: F401  (registers the ids)
 from schedgym.envs.fluctuating_speed import ENV_ID, SCENARIOS, FluctuatingSpeedParams
 from schedgym.envs.fluctuating_speed.offline import episode_benchmarks
 
+from .conftest import tiny_instance
+
 
 @pytest.mark.parametrize("scenario", SCENARIOS.names())
 def test_env_pickles_and_the_copy_plays_the_same_episode(scenario):
@@ -114,3 +116,34 @@ def test_oracle_gap_equals_realised_regret_and_pseudo_regret_is_expected():
     assert gap == pytest.approx(realised, rel=1e-12)
     assert value - expected == pytest.approx(pseudo, rel=1e-12)
     assert abs((value - ret) - gap) > 1e-6  # the mixed figure differs: not a gap to report
+
+
+NUMERIC_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                  np.uint32, np.uint64, np.float16, np.float32, np.float64, np.longdouble,
+                  np.dtype(">f8"), np.dtype(">i4")]
+
+
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=str)
+def test_a_selection_of_every_numeric_dtype_is_accepted(dtype):
+    """Issue 23: a float16 action ended in numba's NotImplementedError. Every real dtype gives
+    the step of the same int8 selection, in the single and the native vector env."""
+    env = gym.make(ENV_ID, horizon=3)
+    vec = gym.make_vec(ENV_ID, num_envs=2, horizon=3, vectorization_mode="vector_entry_point")
+    ref = gym.make(ENV_ID, horizon=3)
+    a = np.random.default_rng(1).integers(0, 2, env.action_space.n).astype(np.int8)
+    env.reset(seed=2)
+    ref.reset(seed=2)
+    vec.reset(seed=2)
+    _, r, *_, info = env.step(a.astype(dtype))
+    _, r_ref, *_, info_ref = ref.step(a)
+    _, r_vec, *_ = vec.step(np.stack([a, a]).astype(dtype))
+    assert r == r_ref == r_vec[0]
+    np.testing.assert_array_equal(info["selection"], info_ref["selection"])
+
+
+@pytest.mark.parametrize("action", [np.ones(3, np.complex128), [1 + 1j, 0, 1]])
+def test_a_complex_selection_is_refused(action):
+    env = gym.make(ENV_ID, instance=tiny_instance(), horizon=2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="expected a real 0/1 array"):
+        env.step(np.resize(np.asarray(action), 4))

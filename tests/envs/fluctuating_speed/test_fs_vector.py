@@ -144,6 +144,14 @@ def test_max_episode_steps_truncates_like_time_limit():
 
 
 # ------------------------------------------------------- the compiled slot path of a single env
+def _seq_dot(x, v) -> float:
+    """``sum_e x_e v_e`` accumulated in index order, as the compiled step sums (not BLAS)."""
+    s = 0.0
+    for a, b in zip(np.asarray(x).tolist(), np.asarray(v).tolist(), strict=True):
+        s += a * b
+    return s
+
+
 def _reference_step(env, action, origin):
     """One step of ``env`` (unwrapped, default mode) composed from the per-formula helpers of
     ``dynamics`` (mask, repair, net utility, utilization, waits) instead of the compiled slot
@@ -157,15 +165,15 @@ def _reference_step(env, action, origin):
     n_masked = int(x_req.sum() - x.sum())
     x, n_rep = dyn.repair(inst, x)
     z_net = dyn.net_utility(z, inst.cost)
-    reward = float(x @ z_net)
+    reward = _seq_dot(x, z_net)
     x_star, v_star = env._oracle.solve(arr)
     info = {"selection": x, "arrivals": arr.copy(), "feedback": np.where(x > 0, z_net, 0.0),
-            "reward": reward, "raw_utility": float(x @ (z - inst.cost)),
-            "expected_reward": float(inst.theta @ x), "n_selected": int(x_req.sum()),
+            "reward": reward, "raw_utility": _seq_dot(x, z - inst.cost),
+            "expected_reward": _seq_dot(x, inst.theta), "n_selected": int(x_req.sum()),
             "n_masked": n_masked, "n_repaired": n_rep, "repaired": n_rep > 0,
             "utilization": float(dyn.utilization(inst, x).mean()), "slot": t,
-            "oracle_value": v_star, "pseudo_regret": v_star - float(inst.theta @ x),
-            "realised_regret": float(x_star @ z_net) - reward}
+            "oracle_value": v_star, "pseudo_regret": v_star - _seq_dot(x, inst.theta),
+            "realised_regret": _seq_dot(x_star, z_net) - reward}
     origin = dyn.close_waits(inst, origin, x)
     if t + 1 < T:
         origin = dyn.open_waits(origin, env.arrivals[t + 1], t + 1)

@@ -4,17 +4,18 @@
 before the projection rewrite of issue 11 (commit ``902d445``). The rewrite must give the same
 bits: every published GainOverhead number (README, docs/gain-overhead.md) was made with them.
 
-Each case is a SHA-256 over the raw bytes of every output array (dtype and shape included), so
-one differing ulp, or a ``-0.0`` for a ``0.0``, fails. The returns of two OgaSched rollouts are
-kept in clear beside the hashes.
+Each case is recorded by :class:`tests.golden.Recording`: dtypes and shapes exactly, floats within
+a few ulps (portable across CPUs), and the exact bits (one differing ulp, or a ``-0.0`` for a
+``0.0``) as a SHA-256 checked by ``pytest -m golden_exact`` on the recording machine. The rewards
+of the OgaSched rollouts are kept in clear.
 
 Record again (only after a deliberate, documented change of the numbers):
-``python tests/envs/gain_overhead/test_kernel_golden.py --record``.
+``python -m tests.envs.gain_overhead.test_kernel_golden --record`` (``--record-exact`` for this
+machine's bits only).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ import schedgym  # noqa: F401  (registers the env ids)
 from schedgym import agents
 from schedgym.core.projection import project_capped_simplex
 from schedgym.envs.gain_overhead import ENV_ID, dynamics
+from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
 
 GOLDEN = Path(__file__).with_name("golden_kernels.json")
 #: Settings: the paper default (groups of 1-4 channels), a small instance with mixed utilities.
@@ -36,16 +38,6 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "small-mixed": {"n_types": 4, "n_instances": 6, "n_resources": 3, "horizon": 40,
                     "utility": "mixed"},
 }
-
-
-class _Hasher:
-    def __init__(self) -> None:
-        self.h = hashlib.sha256()
-
-    def add(self, *arrays: Any) -> None:
-        for a in arrays:
-            arr = np.ascontiguousarray(a)
-            self.h.update(f"{arr.dtype.str}{arr.shape}".encode() + arr.tobytes())
 
 
 def _env(name: str) -> Any:
@@ -78,18 +70,18 @@ def boundary_points(inst: Any, rng: np.random.Generator) -> list[np.ndarray]:
 
 def _score_action(name: str) -> dict[str, Any]:
     env = _env(name)
-    inst, rng, h = env.instance, np.random.default_rng(11), _Hasher()
+    inst, rng, h = env.instance, np.random.default_rng(11), Recording()
     x = env.arrivals[0].astype(np.float64)
     for i in range(40):
         lim = 1.0 if i % 2 else 1.3
         a = rng.uniform(-lim, lim, inst.edge_caps.size)
         h.add(*dynamics.score_action(inst, a, x))
-    return {"sha256": h.h.hexdigest()}
+    return h.result()
 
 
 def _project_and_batch(name: str) -> dict[str, Any]:
     env = _env(name)
-    inst, rng, h = env.instance, np.random.default_rng(12), _Hasher()
+    inst, rng, h = env.instance, np.random.default_rng(12), Recording()
     zs = boundary_points(inst, rng)
     zs += [rng.uniform(0, 1, inst.edge_caps.shape) * inst.edge_caps for _ in range(10)]
     for z in zs:
@@ -97,23 +89,23 @@ def _project_and_batch(name: str) -> dict[str, Any]:
     x = np.stack([env.arrivals[t % len(env.arrivals)] for t in range(len(zs))])
     out = dynamics.score_batch(inst, np.stack(zs), x.astype(np.float64))
     h.add(out.y, out.utilization, out.distance, out.gain, out.penalty)
-    return {"sha256": h.h.hexdigest()}
+    return h.result()
 
 
 def _ascent(name: str) -> dict[str, Any]:
     env = _env(name)
-    inst, h = env.instance, _Hasher()
+    inst, h = env.instance, Recording()
     y = np.zeros(inst.edge_caps.shape)
     for t in range(80):
         y = dynamics.ascent_step(inst, env.arrivals[t % len(env.arrivals)].astype(np.float64), y,
                                  25.0 * 0.9999 ** t)
         h.add(y)
-    return {"sha256": h.h.hexdigest()}
+    return h.result()
 
 
 def _columns() -> dict[str, Any]:
     """``project_capped_simplex`` on padded batches: both size paths, boundary regimes."""
-    rng, h = np.random.default_rng(13), _Hasher()
+    rng, h = np.random.default_rng(13), Recording()
     for n_max in (1, 2, 4, 6, 16, 24):
         z = rng.normal(0.0, 3.0, (300, n_max))
         a = rng.uniform(0.0, 4.0, (300, n_max)) * (rng.random((300, n_max)) > 0.2)
@@ -123,21 +115,21 @@ def _columns() -> dict[str, Any]:
         c[1::7] = s0[1::7]  # exactly at capacity
         z[2::7] = np.round(z[2::7])  # ties
         h.add(project_capped_simplex(z, a, c))
-    return {"sha256": h.h.hexdigest()}
+    return h.result()
 
 
 def _ogasched(name: str, timing: str) -> dict[str, Any]:
     env = gym.make(ENV_ID, **{**SETTINGS[name], "horizon": 60})
     agent = agents.make("ogasched", env, timing=timing)
     obs, _ = env.reset(seed=5)
-    h, rewards, done = _Hasher(), [], False
+    h, rewards, done = Recording(), [], False
     while not done:
         a, _ = agent.predict(obs, deterministic=True)
         obs, r, term, trunc, info = env.step(a)
         h.add(a, info["allocation"])
         rewards.append(float(r))
         done = term or trunc
-    return {"sha256": h.h.hexdigest(), "rewards": rewards}
+    return h.result(rewards=rewards)
 
 
 def _cases() -> dict[str, Any]:
@@ -166,18 +158,21 @@ def test_the_recording_holds_exactly_these_cases():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_kernels_equal_golden(case):
-    want, got = _recorded(case), CASES[case]()
-    assert got.get("rewards") == want.get("rewards"), f"{case}: rewards differ"
-    assert got["sha256"] == want["sha256"], f"{case}: output bits differ"
+    assert_portable_match(CASES[case](), _recorded(case), case)
 
 
-def test_hash_sees_a_signed_zero():
-    a, b = _Hasher(), _Hasher()
+@pytest.mark.golden_exact
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kernels_have_the_golden_bits(case):
+    assert_exact_match(CASES[case](), _recorded(case), case)
+
+
+def test_exact_hash_sees_a_signed_zero():
+    a, b = Recording(), Recording()
     a.add(np.array([0.0]))
     b.add(np.array([-0.0]))
-    assert a.h.digest() != b.h.digest()
+    assert a.result()["sha256"] != b.result()["sha256"]
 
 
-if __name__ == "__main__" and "--record" in sys.argv:
-    GOLDEN.write_text(json.dumps({k: f() for k, f in sorted(CASES.items())}, indent=1) + "\n")
-    print(f"recorded {len(CASES)} cases in {GOLDEN}")
+if __name__ == "__main__":
+    record_main(GOLDEN, CASES, sys.argv)

@@ -9,9 +9,11 @@ Inputs cover the paper default (all utilities linear) and mixed utilities (every
 projected allocations, raw ones (negative entries, entries above their caps) and signed zeros
 (``-0.0``), so that a changed summation order or a lost ``0.0 +`` start shows.
 
-Each case is a SHA-256 over the raw bytes of every output (dtype and shape included), as in
-:mod:`.test_kernel_golden`. Record again (only after a deliberate, documented change of the
-numbers): ``python -m tests.envs.gain_overhead.test_step_golden --record``.
+Each case is recorded by :class:`tests.golden.Recording`, as in :mod:`.test_kernel_golden`
+(portable within a few ulps; exact bits by ``pytest -m golden_exact``). Record again (only after
+a deliberate, documented change of the numbers):
+``python -m tests.envs.gain_overhead.test_step_golden --record`` (``--record-exact`` for this
+machine's bits only).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import pytest
 
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym.envs.gain_overhead import ENV_ID, dynamics
-from tests.envs.gain_overhead.test_kernel_golden import _Hasher
+from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
 
 GOLDEN = Path(__file__).with_name("golden_step.json")
 #: Settings: the paper default (all linear), it with mixed utilities, a small mixed instance.
@@ -60,26 +62,26 @@ def _arrivals(inst: Any, rng: np.random.Generator) -> np.ndarray:
 
 def _reward_and_gradient(name: str) -> dict[str, Any]:
     env = gym.make(ENV_ID, **SETTINGS[name]).unwrapped
-    inst, rng, h = env.instance, np.random.default_rng(21), _Hasher()
+    inst, rng, h = env.instance, np.random.default_rng(21), Recording()
     for y in _inputs(inst, 22):
         x = _arrivals(inst, rng)
         p = dynamics.reward_parts(inst, x, y)
         h.add(np.array([p.reward, p.gain, p.penalty]), p.type_gain, p.type_penalty, p.k_star)
         h.add(dynamics.supergradient(inst, x, y), dynamics.ascent_step(inst, x, y, 0.7))
-    return {"sha256": h.h.hexdigest()}
+    return h.result()
 
 
 def _vector(name: str) -> dict[str, Any]:
     venv = gym.make_vec(ENV_ID, num_envs=64, vectorization_mode="vector_entry_point",
                         **SETTINGS[name])
-    rng, h = np.random.default_rng(23), _Hasher()
+    rng, h = np.random.default_rng(23), Recording()
     obs, _ = venv.reset(seed=4)
     h.add(*obs.values())
     for _ in range(4):
         a = rng.uniform(-1.2, 1.2, venv.action_space.shape).astype(np.float32)
         obs, rew, term, trunc, info = venv.step(a)
         h.add(*obs.values(), rew, term, trunc, *(info[k] for k in sorted(info)))
-    return {"sha256": h.h.hexdigest()}
+    return h.result()
 
 
 def _cases() -> dict[str, Any]:
@@ -100,10 +102,14 @@ def test_the_recording_holds_exactly_these_cases():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_step_pieces_equal_golden(case):
-    want = json.loads(GOLDEN.read_text())[case]
-    assert CASES[case]()["sha256"] == want["sha256"], f"{case}: output bits differ"
+    assert_portable_match(CASES[case](), json.loads(GOLDEN.read_text())[case], case)
 
 
-if __name__ == "__main__" and "--record" in sys.argv:
-    GOLDEN.write_text(json.dumps({k: f() for k, f in sorted(CASES.items())}, indent=1) + "\n")
-    print(f"recorded {len(CASES)} cases in {GOLDEN}")
+@pytest.mark.golden_exact
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_step_pieces_have_the_golden_bits(case):
+    assert_exact_match(CASES[case](), json.loads(GOLDEN.read_text())[case], case)
+
+
+if __name__ == "__main__":
+    record_main(GOLDEN, CASES, sys.argv)

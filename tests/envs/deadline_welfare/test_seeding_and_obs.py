@@ -1,81 +1,17 @@
-"""The compiled paths of the issue-11 speed work against numpy itself: every PCG64 draw of
-:mod:`schedgym.envs.deadline_welfare.pcg` equals numpy's ``Generator`` draw bit for bit (many
-seeds, every distribution the job sampler uses, ziggurat tails and both Poisson methods
-included); the compiled sum equals numpy's pairwise sum bit for bit; the lazily built
-``np_random`` equals Gymnasium's; the observation keeps its key order and owns fresh memory."""
+"""DeadlineWelfare-v0 against numpy and Gymnasium themselves: the compiled sum equals numpy's
+pairwise sum bit for bit; ``np_random`` is Gymnasium's seeding; the observation keeps its key
+order and owns fresh memory; the native vector env's episodes are the single env sampler's."""
 
 from __future__ import annotations
 
 import gymnasium as gym
-import numba
 import numpy as np
 import pytest
 from gymnasium.utils import seeding
 
 from schedgym.core import rng as rngs
-from schedgym.envs.deadline_welfare import ENV_ID, dynamics, pcg
-from schedgym.envs.deadline_welfare.streams import StreamSet, _pcg_state
+from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance
-
-_MASK64 = 2**64 - 1
-
-
-@numba.njit(cache=False)
-def _draws(st: np.ndarray, kind: int, p1: float, p2: float, n: int) -> np.ndarray:
-    out = np.empty(n)
-    for i in range(n):
-        if kind == 0:
-            out[i] = pcg.next_double(st)
-        elif kind == 1:
-            out[i] = p1 + p2 * pcg.standard_normal(st)
-        elif kind == 2:
-            out[i] = p1 * pcg.standard_exponential(st)
-        elif kind == 3:
-            out[i] = pcg.poisson(st, p1)
-        else:
-            out[i] = p1 + (p2 - p1) * pcg.next_double(st)
-    return out
-
-
-def _numpy(gen: np.random.Generator, kind: int, p1: float, p2: float, n: int) -> np.ndarray:
-    if kind == 0:
-        return gen.random(n)
-    if kind == 1:
-        return gen.normal(p1, p2, n)
-    if kind == 2:
-        return gen.exponential(p1, n)
-    if kind == 3:
-        return gen.poisson(p1, n).astype(np.float64)
-    return gen.uniform(p1, p2, n)
-
-
-SEEDS = [0, 1, 2, 99, 2**32 - 1, 2**32, 2**40 + 3, 2**63 - 2]
-#: (kind, p1, p2): uniform [0, 1), normal, exponential, Poisson (multiplication method and
-#: PTRS), uniform on a range.
-DISTS = [(0, 0.0, 0.0), (1, 18.0, 3.0), (1, 0.0, 1.0), (2, 4.0, 0.0), (3, 2.03, 0.0),
-         (3, 0.0, 0.0), (3, 15.0, 0.0), (3, 120.5, 0.0), (4, 1.0, 3.0), (4, 0.1, 0.5)]
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_compiled_draws_equal_numpy_generator(seed):
-    ss = StreamSet("arrivals", "workloads")
-    for kind, p1, p2 in DISTS:
-        words = ss.words(seed)
-        st = np.empty(4, dtype=np.uint64)
-        pcg.seed_state(words[1], st)
-        got = _draws(st, kind, p1, p2, 20_000)  # 20,000 normals reach the ziggurat tails
-        want = _numpy(ss.get(seed)["workloads"], kind, p1, p2, 20_000)
-        assert got.view(np.uint64).tolist() == want.view(np.uint64).tolist(), (kind, p1)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_seed_state_equals_numpy_pcg64_seeding(seed):
-    ss = StreamSet("coef", "weights", "locality")
-    for words in ss.words(seed):
-        st = np.empty(4, dtype=np.uint64)
-        pcg.seed_state(words, st)
-        state, inc = _pcg_state([int(w) for w in words])
-        assert [int(v) for v in st] == [state >> 64, state & _MASK64, inc >> 64, inc & _MASK64]
 
 
 def test_np_sum_equals_numpy_sum_bit_for_bit():
@@ -90,7 +26,7 @@ def test_np_sum_equals_numpy_sum_bit_for_bit():
     assert any(float(np.cumsum(b)[-1]) != b.sum() for b in (a, a[::-1], a * 1.1))
 
 
-def test_lazy_np_random_equals_gymnasium_seeding():
+def test_np_random_is_gymnasium_seeding():
     env = gym.make(ENV_ID, n_jobs=3)
     env.reset(seed=11)
     ref, seed = seeding.np_random(11)
@@ -122,11 +58,10 @@ def test_observation_key_order_and_fresh_memory():
                                   before["capacity"])
 
 
-def test_vector_batched_episodes_equal_the_sampler_jobs():
+def test_vector_episodes_equal_the_sampler_jobs():
     vec = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", n_jobs=4,
                        coef_scope="job")
     native = vec.unwrapped
-    assert native._batch_sampler() is not None  # the compiled batched path is the one tested
     _, info = vec.reset(seed=[4, 2**40 + 1, 9])
     sampler = native.template._sample_jobs
     for b, seed in enumerate([4, 2**40 + 1, 9]):
@@ -139,7 +74,7 @@ def test_vector_batched_episodes_equal_the_sampler_jobs():
         assert info["episode_seed"][b] == seed and info["n_jobs"][b] == 4
 
 
-def test_vector_batched_reset_refuses_jobs_beyond_the_box_as_the_single_env():
+def test_vector_reset_refuses_jobs_beyond_the_box_as_the_single_env():
     from schedgym.envs.deadline_welfare.generator import DEFAULTS, generate
 
     inst = generate({**DEFAULTS, "n_instances": 2, "horizon": 3}, 0)
@@ -148,6 +83,5 @@ def test_vector_batched_reset_refuses_jobs_beyond_the_box_as_the_single_env():
         gym.make(ENV_ID, instance=tight).reset(seed=0)
     vec = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
                        instance=tight)
-    assert vec.unwrapped._batch_sampler() is not None
     with pytest.raises(ValueError, match=r"coef up to .*instance\.job_limits\[2\]"):
         vec.reset(seed=0)
