@@ -76,6 +76,21 @@ def entity_config_path(algo: str, env_id: str) -> Path | None:
     return None
 
 
+def entity_entry(entry: dict[str, Any], algo_kw: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameter ``entry`` as trained (for ``config.yml``): ``policy`` and
+    ``policy_kwargs`` (an rl_zoo3 expression) those of ``algo_kw``."""
+    from torch import nn
+
+    def expr(v: Any) -> str:
+        if isinstance(v, type) and issubclass(v, nn.Module):
+            return f"nn.{v.__name__}"
+        return repr(v)
+
+    pk = algo_kw.get("policy_kwargs") or {}
+    return {**entry, "policy": ENTITY_POLICY,
+            "policy_kwargs": "dict(" + ", ".join(f"{k}={expr(v)}" for k, v in pk.items()) + ")"}
+
+
 def entity_algo_kwargs(algo_kw: dict[str, Any], probe: Any) -> dict[str, Any]:
     """``algo_kw`` with ``policy`` = EntityPolicy and ``policy_kwargs["action_layout"]`` = the
     env's ``metadata["entity_action"]`` (``probe``: an env built in the entity mode)."""

@@ -306,6 +306,7 @@ def _plan(cfg: TrainConfig) -> _Plan:
     try:
         if entity_kw:
             algo_kw = ent.entity_algo_kwargs(algo_kw, probe)
+            entry = ent.entity_entry(entry, algo_kw)
         allowed = hp.supported_algos(probe.action_space)
         if cfg.algo not in allowed:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "

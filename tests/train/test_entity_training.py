@@ -39,6 +39,14 @@ def test_policy_entity_trains_the_entity_policy_in_the_entity_mode(entity_run):
     assert isinstance(entity_run.model.policy, EntityPolicy)
     assert entity_run.model.policy.action_layout == "entity"
     assert entity_run.model.n_envs == 4  # from the shipped configs/learned entity file
+    # config.yml records the policy trained, as an entry that loads back
+    from schedgym.train import hyperparams as hp
+
+    entry = hp.load_config("ppo", ENV_ID, entity_run.run_dir / "config.yml")
+    assert entry["policy"] == "schedgym.train.policies.EntityPolicy"
+    algo_kw, _ = hp.split_entry("ppo", entry)
+    assert algo_kw["policy"] is EntityPolicy
+    assert algo_kw["policy_kwargs"]["action_layout"] == "entity"
 
 
 def test_compare_plays_the_model_on_another_size(entity_run, tmp_path):
@@ -128,3 +136,19 @@ def test_command_line_policy_flag(entity_run):
     assert "--policy entity" in resume_command(cfg, res)
     with pytest.raises(ValueError, match="policy='mlp' is invalid"):
         train("ppo", ENV_ID, policy="mlp")
+
+
+def test_policy_entity_without_an_entity_config_replaces_the_policy(tmp_path):
+    """DeadlineWelfare has no configs/learned entity file: its mode entry is used with the policy
+    replaced (the MLP's net_arch dropped, log_std_init kept) and the env's global layout."""
+    dw = "schedgym/DeadlineWelfare-v0"
+    assert entity_config_path("ppo", dw) is None
+    res = train("ppo", dw, policy="entity", timesteps=32, overrides={"n_jobs": 10},
+                hyperparams={"n_steps": 16, "batch_size": 16}, out=tmp_path, eval_freq=0,
+                checkpoint_freq=0)
+    pol = res.model.policy
+    assert isinstance(pol, EntityPolicy) and pol.action_layout == "global"
+    assert set(res.model.policy_kwargs) == {"log_std_init", "action_layout"}
+    env = gym.make(dw, n_jobs=10, obs_mode="entities", action_mode="pricing")
+    action, _ = make(f"ppo:{res.model_path}", env).predict(env.reset(seed=0)[0])
+    assert env.action_space.contains(action)
