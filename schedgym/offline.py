@@ -42,7 +42,7 @@ def solver_for(env: Any) -> Callable[[Any], dict[str, float]] | None:
         return getattr(importlib.import_module(mod), fn)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("schedgym"):
-            return None  # solver not written yet
+            return None  # the registered module is absent: no offline benchmark
         raise
 
 
