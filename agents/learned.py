@@ -91,7 +91,13 @@ def fit_spaces(spec: str, path: str | Path, env: Any) -> dict[str, Any]:
                 "size and modes it was trained on; train with --policy entity to play every "
                 "size)")
         return {}
-    _, f_m, c_m = entity_space_sizes(m_obs)
+    try:
+        _, f_m, c_m = entity_space_sizes(m_obs)
+    except ValueError:  # e.g. entity rows saved 2-D (N, F): the contract's entities are 1-D
+        raise ValueError(f"agent={spec!r} is invalid: its EntityPolicy was saved with "
+                         f"observations {describe(m_obs)}, not the entity contract's "
+                         "Dict(entities=(N * F,), mask=(N,), context=(C,)): train it again "
+                         "with --policy entity") from None
     try:
         n, f_e, c_e = entity_space_sizes(e_obs)
     except ValueError:

@@ -10,9 +10,9 @@ observations are not already in [0, 1] (DeadlineWelfare-v0), by name in ``config
 ``BoundsScaledTD3Policy``.
 
 ``EntityPolicy`` (PPO/A2C) plays the ``obs_mode="entities"`` observations of issue 24's entity
-contract (``Dict(entities=(N, F), mask=(N,), context=(C,))``): one network shared by every
-entity, so its parameter count does not depend on the instance size ``N`` and one model plays
-every size.
+contract (``Dict(entities=(N * F,), mask=(N,), context=(C,))``, the ``entities`` vector holding
+the ``(N, F)`` rows flattened row-major): one network shared by every entity, so its parameter
+count does not depend on the instance size ``N`` and one model plays every size.
 """
 
 from __future__ import annotations
@@ -100,17 +100,23 @@ ENTITY_KEYS = ("entities", "mask", "context")
 
 
 def entity_space_sizes(space: spaces.Space) -> tuple[int, int, int]:
-    """``(N, F, C)`` of an entity-contract observation space; ``ValueError`` for any other."""
+    """``(N, F, C)`` of an entity-contract observation space; ``ValueError`` for any other.
+
+    ``N`` is the mask's length and ``F = len(entities) // N`` (the ``entities`` vector holds
+    ``N`` rows of ``F`` features, flattened row-major), so ``len(entities)`` must be a positive
+    multiple of ``N``.
+    """
     shapes: list[tuple[int, ...]] = []
     if isinstance(space, spaces.Dict) and sorted(space.spaces) == sorted(ENTITY_KEYS):
         shapes = [tuple(space[k].shape or ()) for k in ENTITY_KEYS
                   if isinstance(space[k], spaces.Box)]
-    if not (len(shapes) == 3 and len(shapes[0]) == 2 and shapes[1] == shapes[0][:1]
-            and len(shapes[2]) == 1):
+    if not (len(shapes) == 3 and all(len(s) == 1 for s in shapes) and shapes[1][0] >= 1
+            and shapes[0][0] >= shapes[1][0] and shapes[0][0] % shapes[1][0] == 0):
         raise ValueError(f"observation_space={space} is invalid for EntityPolicy: must be the "
-                         "entity contract's Dict(entities=(N, F), mask=(N,), context=(C,)) "
-                         "(build the env with obs_mode='entities')")
-    return int(shapes[0][0]), int(shapes[0][1]), int(shapes[2][0])
+                         "entity contract's Dict(entities=(N * F,), mask=(N,), context=(C,)) "
+                         "with N >= 1 and F >= 1 (build the env with obs_mode='entities')")
+    n = int(shapes[1][0])
+    return n, int(shapes[0][0]) // n, int(shapes[2][0])
 
 
 class MaskedDiagGaussian(DiagGaussianDistribution):
@@ -152,7 +158,8 @@ class EntityPolicy(ActorCriticPolicy):
     """PPO/A2C policy over entity observations, the same weights for every instance size.
 
     Network, for a batch of ``B`` observations of ``N`` entities with ``F`` features and a
-    context of ``C`` entries:
+    context of ``C`` entries (the ``(B, N * F)`` ``entities`` batch is viewed as ``(B, N, F)``,
+    ``N`` from the mask's length, so entity ``i``'s row is entries ``[i * F:(i + 1) * F]``):
 
     - encoder: one MLP (``net_arch`` hidden widths, default ``[64, 64]``) applied to every entity
       row concatenated with the context, ``h_i = phi([x_i, c])`` ``(B, N, H)``;
@@ -249,8 +256,9 @@ class EntityPolicy(ActorCriticPolicy):
         """
         o = preprocess_obs(obs, self.observation_space, normalize_images=False)
         assert isinstance(o, dict)
-        ent, mask, ctx = o["entities"], o["mask"], o["context"]
-        B, N, _ = ent.shape
+        mask, ctx = o["mask"], o["context"]
+        B, N = mask.shape
+        ent = o["entities"].reshape(B, N, -1)  # the row-major (N, F) rows of every observation
         on = mask > 0.5
         rows = on.reshape(-1).nonzero().squeeze(1)  # flat (b * N + i) indices, (M,)
         batch = th.div(rows, N, rounding_mode="floor")

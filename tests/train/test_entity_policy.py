@@ -15,7 +15,7 @@ F, C = 5, 3
 
 
 def _space(n: int) -> spaces.Dict:
-    return spaces.Dict({"entities": spaces.Box(0, 1, (n, F), np.float32),
+    return spaces.Dict({"entities": spaces.Box(0, 1, (n * F,), np.float32),
                         "mask": spaces.Box(0, 1, (n,), np.float32),
                         "context": spaces.Box(0, 1, (C,), np.float32)})
 
@@ -33,14 +33,17 @@ def _obs(n: int, batch: int = 4, seed: int = 1) -> dict[str, th.Tensor]:
     mask = (rng.uniform(size=(batch, n)) < 0.6).astype(np.float32)
     mask[:, 0] = 1.0
     mask[-1] = 0.0  # a row with no entity masked in
-    return {"entities": th.as_tensor(rng.uniform(size=(batch, n, F)).astype(np.float32)),
+    rows = rng.uniform(size=(batch, n, F)).astype(np.float32)
+    return {"entities": th.as_tensor(rows.reshape(batch, n * F)),  # the contract's 1-D layout
             "mask": th.as_tensor(mask),
             "context": th.as_tensor(rng.uniform(size=(batch, C)).astype(np.float32))}
 
 
 def _permuted(obs: dict[str, th.Tensor], perm: np.ndarray) -> dict[str, th.Tensor]:
-    return {"entities": obs["entities"][:, perm], "mask": obs["mask"][:, perm],
-            "context": obs["context"]}
+    """The same observations with the entities (``F``-wide blocks of ``entities``) reordered."""
+    B, n = obs["mask"].shape
+    rows = obs["entities"].reshape(B, n, F)[:, perm].reshape(B, n * F)
+    return {"entities": rows, "mask": obs["mask"][:, perm], "context": obs["context"]}
 
 
 def test_permuting_entities_permutes_actions_and_keeps_the_value():
@@ -77,7 +80,7 @@ def test_masked_out_entities_change_nothing_else():
     obs = _obs(6, batch=1)
     obs["mask"][:] = th.tensor([[1, 0, 1, 0, 1, 1]], dtype=th.float32)
     other = {k: v.clone() for k, v in obs.items()}
-    other["entities"][0, 1] = 1.0 - other["entities"][0, 1]  # a masked-out row changes
+    other["entities"][0, F:2 * F] = 1.0 - other["entities"][0, F:2 * F]  # masked-out row 1
     with th.no_grad():
         mu, v, _ = pol.heads(obs)
         mu2, v2, _ = pol.heads(other)
@@ -115,6 +118,12 @@ def test_bad_spaces_and_options_raise():
     with pytest.raises(ValueError, match="Box"):
         EntityPolicy(_space(4), spaces.MultiBinary(4), lambda _: 1e-3)
     assert entity_space_sizes(_space(4)) == (4, F, C)
+    mask, ctx = spaces.Box(0, 1, (4,), np.float32), spaces.Box(0, 1, (C,), np.float32)
+    for bad in ((4, F), (4 * F + 1,), (3,)):  # 2-D rows, not a multiple of N, F = 0
+        space = spaces.Dict({"entities": spaces.Box(0, 1, bad, np.float32), "mask": mask,
+                             "context": ctx})
+        with pytest.raises(ValueError, match=r"entities=\(N \* F,\)"):
+            entity_space_sizes(space)
 
 
 def test_same_weights_play_two_sizes_of_fluctuating_speed(tmp_path):
@@ -136,7 +145,7 @@ def test_same_weights_play_two_sizes_of_fluctuating_speed(tmp_path):
     obs, _ = big.reset(seed=0)
     action, _ = loaded.predict(obs, deterministic=True)
     assert action.shape == (54,)
-    assert big.step(action)[0]["entities"].shape == (54, 12)
+    assert big.step(action)[0]["entities"].shape == (54 * 12,)
 
 
 def test_heads_equal_the_plain_computation_on_every_row():
@@ -146,7 +155,7 @@ def test_heads_equal_the_plain_computation_on_every_row():
     obs = _obs(8, batch=5)
     with th.no_grad():
         mu, v, mask = pol.heads(obs)
-        ent, ctx = obs["entities"], obs["context"]
+        ent, ctx = obs["entities"].reshape(5, 8, F), obs["context"]
         h = pol.encoder(th.cat([ent, ctx[:, None].expand(5, 8, C)], dim=-1))
         m = mask[..., None] > 0
         mean = (h * m).sum(1) / m.sum(1).clamp_min(1)

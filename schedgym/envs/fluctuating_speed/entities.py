@@ -7,8 +7,11 @@ unit of capacity): whether it is an edge, whether its port has a job now, its re
 of the capacities, its known cost, the previous slot's use and feedback, and the running
 statistics of its observed net utility. Every feature lies in [0, 1].
 
-Entity features (:data:`ENTITY_FEATURES`, ``F = 12``), 0 on a cell that is not an edge except
-``job`` and ``waiting`` (the port's):
+The ``"entities"`` key is a 1-D ``Box(0, 1, (N * F,))``: the ``(N, F)`` rows flattened row-major,
+cell ``i``'s features at ``[i * F:(i + 1) * F]`` (1-D so both env checkers accept it without a
+warning; :class:`~schedgym.train.policies.EntityPolicy` reshapes it back, ``N`` from the mask's
+length). Entity features (:data:`ENTITY_FEATURES`, ``F = 12``), 0 on a cell that is not an edge
+except ``job`` and ``waiting`` (the port's):
 
 ==================  =============================================================================
 ``edge``            1 if ``(l, r)`` is an edge of the service-locality graph
@@ -90,10 +93,11 @@ def tables(inst: FluctuatingSpeedInstance) -> EntityTables:
 
 
 def spaces_of(n_entities: int) -> spaces.Dict:
-    """The ``"entities"`` observation space for ``N = n_entities`` cells."""
+    """The ``"entities"`` observation space for ``N = n_entities`` cells: ``entities``
+    ``(N * F,)`` (the rows flattened row-major), ``mask`` ``(N,)``, ``context`` ``(C,)``."""
     F, C = len(ENTITY_FEATURES), len(CONTEXT_FEATURES)
     return spaces.Dict(OrderedDict([  # an OrderedDict keeps the contract's key order
-        ("entities", spaces.Box(0.0, 1.0, (n_entities, F), np.float32)),
+        ("entities", spaces.Box(0.0, 1.0, (n_entities * F,), np.float32)),
         ("mask", spaces.Box(0.0, 1.0, (n_entities,), np.float32)),
         ("context", spaces.Box(0.0, 1.0, (C,), np.float32)),
     ]))
@@ -113,7 +117,8 @@ def observation(tab: EntityTables, arrivals: np.ndarray, util: np.ndarray,
         t: int ``(B,)`` slot index; ``horizon``: ``T``.
         fsum, fcount: ``(B, E)`` running sum of the observed net utility and slots used.
 
-    Returns ``{"entities": (B, N, F), "mask": (B, N), "context": (B, C)}``, float32.
+    Returns ``{"entities": (B, N * F), "mask": (B, N), "context": (B, C)}``, float32, the rows
+    of ``entities`` flattened row-major (cell ``i``'s features at ``[i * F:(i + 1) * F]``).
     """
     B = arrivals.shape[0]
     N = tab.static.shape[0]
@@ -144,5 +149,5 @@ def observation(tab: EntityTables, arrivals: np.ndarray, util: np.ndarray,
     ctx[:, 5] = waiting.mean(axis=1)
     np.clip(ctx, 0.0, 1.0, out=ctx)
     mask = (job > 0) & (tab.is_edge > 0)
-    return {"entities": ent.astype(np.float32), "mask": mask.astype(np.float32),
+    return {"entities": ent.astype(np.float32).reshape(B, -1), "mask": mask.astype(np.float32),
             "context": ctx.astype(np.float32)}

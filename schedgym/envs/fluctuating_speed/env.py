@@ -115,11 +115,13 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     from bad ones on an instance it has never seen.
 
     ``obs_mode="entities"`` (with ``action_mode="scores"``; issue 24's entity contract) replaces
-    the flat dict by ``Dict(entities=Box(0, 1, (L R, 12)), mask=Box(0, 1, (L R,)),
-    context=Box(0, 1, (6,)))``, float32: one row per (port, server) cell ``l * R + r`` (the
-    order of the scores, entity ``i`` <-> action entry ``i``; ``metadata["entity_action"]`` is
-    ``"entity"``). Row features (``env.unwrapped.entity_feature_names``): ``edge``, ``job`` (the
-    port has a job now), ``request_mean`` / ``request_max`` (requests as shares of the
+    the flat dict by ``Dict(entities=Box(0, 1, (L R * 12,)), mask=Box(0, 1, (L R,)),
+    context=Box(0, 1, (6,)))``, float32: one row of 12 features per (port, server) cell
+    ``l * R + r`` (the order of the scores, entity ``i`` <-> action entry ``i``;
+    ``metadata["entity_action"]`` is ``"entity"``), the rows flattened row-major into the 1-D
+    ``entities`` vector (cell ``i`` at ``[12 i:12 (i + 1)]``; 1-D keeps both checkers clean).
+    Row features (``env.unwrapped.entity_feature_names``): ``edge``, ``job`` (the port has a job
+    now), ``request_mean`` / ``request_max`` (requests as shares of the
     capacities, mean / max over types), ``cost`` (``min(C_e, 1)``), ``waiting`` (the port's
     ``w_l / T``), ``last_used``, ``last_feedback`` (previous slot), ``seen``, ``mean``,
     ``count`` (the running feedback statistics: used at least once, mean observed net utility,
