@@ -48,6 +48,8 @@ from schedgym.agents.registry import play_kwargs
 from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
 from schedgym.train.cli_options import (
     add_env_options,
+    add_parallel_options,
+    add_run_folder_options,
     check_out_folder,
     free_run_folder,
     parse_overrides,
@@ -253,22 +255,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", default=None,
                    help="agent the agent/reference ratios are taken to (default: the best "
                    "classical agent)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="parallel worker processes (default: number of CPUs)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
-                   "HOST:PORT joins a cluster started with 'ray start --head'")
+    add_parallel_options(p)
     p.add_argument("--no-benchmarks", action="store_true",
                    help="skip the offline benchmark (hindsight optimum / oracle / OPT)")
-    p.add_argument("--out", default=None,
-                   help="run folder (default results/compare/<env>-<scenario>-<overrides>-"
-                   "<hash>, or the first free <...>-2, -3 when a run is there); a given "
-                   "--out that exists is refused, unless --overwrite")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="finish an interrupted run: only its missing episodes are played")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the run folder if it exists")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_folder_options(p, "results/compare/<env>-<scenario>-<overrides>-<hash>")
     p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
                    help="write compare.png/.svg beside the CSV (default on; --no-plots)")
     p.add_argument("--tensorboard", default=None, metavar="DIR",

@@ -26,7 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.train.cli_options import check_out_folder, free_run_folder, parse_overrides
+from schedgym.train.cli_options import (
+    add_parallel_options,
+    add_run_folder_options,
+    add_set_option,
+    check_out_folder,
+    free_run_folder,
+    parse_overrides,
+)
 from schedgym.train.runner import EpisodeResult
 from schedgym.train.stats import fmt_ci, fmt_seeds, mean_ci, parse_seeds
 from schedgym.train.store import RunStore, run_folder_name
@@ -473,20 +480,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default=None, help="override the experiment's seeds, e.g. 0-1")
     p.add_argument("--instance-seeds", default=None,
                    help="override the experiment's instance seeds, e.g. 0-9")
-    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="override a scenario parameter in every setting (e.g. horizon=500); "
+    add_set_option(p, "override a scenario parameter in every setting (e.g. horizon=500); "
                    "a parameter the experiment sweeps cannot be set")
-    p.add_argument("--workers", type=int, default=None, help="parallel worker processes")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
-                   "HOST:PORT joins a cluster started with 'ray start --head'")
-    p.add_argument("--out", default=None, help="run folder (default results/reproduce/NAME-"
-                   "<overrides>-<hash>, or the first free <...>-2, -3 when a run is there); a "
-                   "given --out that exists is refused, unless --overwrite")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="finish an interrupted run: only its missing episodes are played")
-    p.add_argument("--overwrite", action="store_true", help="replace the run folder if it exists")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_parallel_options(p)
+    add_run_folder_options(p, "results/reproduce/NAME-<overrides>-<hash>")
     p.set_defaults(func=main)
 
 

@@ -624,7 +624,7 @@ def play_beside(cfg: TrainConfig, env_kw: dict[str, Any], span: int | None = Non
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``schedgym train`` and its options."""
-    from schedgym.train.cli_options import add_env_options
+    from schedgym.train.cli_options import add_env_options, add_parallel_options
 
     p = sub.add_parser(
         "train",
@@ -644,11 +644,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--seeds", default=None, metavar="SEEDS",
                    help="train one run per seed, e.g. 0-4 (runs NAME_s<seed>, in parallel)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="with --seeds: run the seeds as Ray tasks (no ADDRESS: a local Ray; "
-                   "'auto' or host:port: a cluster)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="with --seeds: parallel worker processes (default: number of CPUs)")
+    add_parallel_options(p, "the seeds", condition="with --seeds: ")
     p.add_argument("--n-envs", type=int, default=None, help="parallel envs (default: config)")
     p.add_argument("--instance-seeds", default=None, metavar="SEEDS",
                    help="train on these instances, cycled over episodes, e.g. 0-99 "
