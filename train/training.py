@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import shutil
 import sys
@@ -718,7 +717,7 @@ def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
     parts: list[str] = []
     if cfg.scenario is not None:
         parts += ["--scenario", cfg.scenario]
-    if cfg.instance_seeds and compare and _compare_accepts("--instance-seeds"):
+    if cfg.instance_seeds and compare:
         parts += ["--instance-seeds", ",".join(map(str, cfg.evaluation_instances()))]
     elif cfg.instance_seeds and not compare:
         parts += ["--instance-seeds", ",".join(map(str, cfg.instance_seeds))]
@@ -729,17 +728,6 @@ def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
             text = ":".join(map(str, val)) if isinstance(val, tuple) else str(val)
             parts += ["--set", f"{key}={text}"]
     return parts
-
-
-def _compare_accepts(flag: str) -> bool:
-    """True if ``schedgym compare`` has the option ``flag``."""
-    from schedgym.train.cli import build_parser
-
-    for action in build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            compare = action.choices.get("compare")
-            return compare is not None and flag in compare._option_string_actions
-    return False
 
 
 def next_command(cfg: TrainConfig, model_path: Path) -> str:
@@ -773,18 +761,11 @@ def _train_seeds(cfg: TrainConfig, seeds: list[int], ray: str | None,
                  workers: int | None) -> list[Path]:
     """Stage of ``--seeds``: one :func:`run_one_seed` per seed through
     ``schedgym.train.multiseed`` (local process pool, or Ray tasks with ``ray``)."""
+    from schedgym.train import multiseed
+
     configs = [dataclasses.replace(cfg, seed=s, progress=False,
                                    name=f"{cfg.name}_s{s}" if cfg.name else None)
                for s in seeds]
-    try:
-        multiseed: Any = importlib.import_module("schedgym.train.multiseed")
-    except ModuleNotFoundError as exc:
-        if exc.name != "schedgym.train.multiseed":
-            raise
-        if ray is not None:
-            raise ValueError("--ray is invalid here: this installation has no multi-seed "
-                             "backend (schedgym.train.multiseed)") from None
-        return [run_one_seed(c) for c in configs]  # sequential fallback
     return list(multiseed.train_seeds(configs, ray=ray, workers=workers))
 
 

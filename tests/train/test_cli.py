@@ -286,3 +286,13 @@ def test_workers_and_ray_parse_alike_everywhere(argv, workers, ray):
     for head in heads.values():
         args = parser.parse_args([*head, *argv])
         assert (args.workers, args.ray) == (workers, ray), head
+
+
+def test_ray_not_installed_is_one_line(monkeypatch, capsys, tmp_path):
+    """Ray is an optional extra: without it, ``--ray`` is one line saying how to get it."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if absent
+    assert main(["train", "ppo", GO, "--seeds", "0-1", "--ray", "--out", str(tmp_path)]) == 2
+    line = _error_line(capsys)
+    assert "--ray is invalid here: Ray is not installed" in line
+    assert "schedgym[ray]" in line
+    assert not any(tmp_path.iterdir())  # nothing started
