@@ -38,6 +38,10 @@ episodes are full episodes, e.g. 2,000 slots).
 the checkpoint) is loaded and trained for --timesteps more steps; the step count continues,
 evaluations.npz is appended to and best_model.zip is replaced only when beaten.
 
+--policy entity trains the shared-weights EntityPolicy on obs_mode=entities and the env's
+learnable action mode (config: configs/learned/*-entity-<algo>.yml when one has the env); the
+model plays every instance size (schedgym compare rebuilds its spaces for the env it is given).
+
 --seeds 0-4 trains one run per seed (NAME_s<seed>), in parallel worker processes, or as Ray
 tasks with --ray [ADDRESS].
 """
@@ -98,6 +102,8 @@ class TrainConfig:
       agents played afterwards on these episode seeds into the same TensorBoard root.
     - ``progress``, ``verbose``, ``device``, ``threads`` (torch CPU threads; None = torch's
       default), ``max_minutes`` (wall clock budget; the model is saved when it runs out).
+    - ``policy``: ``"default"`` (the config's) or ``"entity"`` (the shared-weights EntityPolicy
+      in ``obs_mode="entities"``; :mod:`schedgym.train.entity_training`).
     """
 
     algo: str
@@ -128,6 +134,7 @@ class TrainConfig:
     device: str = "cpu"
     threads: int | None = 1
     max_minutes: float | None = None
+    policy: str = "default"
 
     def __post_init__(self) -> None:
         for name in ("config", "out", "resume"):  # accept Path objects
@@ -193,6 +200,8 @@ def _validate_config(cfg: TrainConfig) -> None:
     if cfg.name is not None:
         check_run_name(cfg.name, "name")  # a run never writes outside out
     check_out_folder(cfg.out, "out")
+    if cfg.policy not in ("default", "entity"):
+        raise ValueError(f"policy={cfg.policy!r} is invalid: must be one of default, entity")
     if cfg.overwrite and cfg.resume is not None:
         raise ValueError("overwrite=True with resume is invalid: resuming continues the run "
                          "folder; give one of them")
@@ -273,10 +282,18 @@ def _plan(cfg: TrainConfig) -> _Plan:
     """Stage 1: hyperparameters (file + ``--hp``), env kwargs, and a probe env that fails fast on
     bad overrides, an algorithm the action space rejects, or an unknown ``--beside`` agent."""
     from schedgym.core.validation import check_known_keys
+    from schedgym.train import entity_training as ent
 
-    source = cfg.config or str(hp.default_config_path(cfg.algo))
     mode = cfg.overrides.get("action_mode")
-    entry = hp.load_config(cfg.algo, cfg.env_id, cfg.config,
+    entity_kw = (ent.entity_env_kwargs(cfg.algo, cfg.env_id, mode) if cfg.policy == "entity"
+                 else {})
+    mode = entity_kw.get("action_mode", mode)
+    config = cfg.config
+    if entity_kw and config is None:  # the shipped entity config of the env, when there is one
+        found = ent.entity_config_path(cfg.algo, cfg.env_id)
+        config = str(found) if found is not None else None
+    source = config or str(hp.default_config_path(cfg.algo))
+    entry = hp.load_config(cfg.algo, cfg.env_id, config,
                            str(mode) if mode is not None else None)
     if cfg.hyperparams:
         check_known_keys("--hp", cfg.hyperparams, hp.allowed_keys(cfg.algo))
@@ -287,9 +304,12 @@ def _plan(cfg: TrainConfig) -> _Plan:
     if cfg.timesteps is not None:
         entry["n_timesteps"] = cfg.timesteps
     algo_kw, settings = hp.split_entry(cfg.algo, entry, source=source)
-    env_kw = {**settings["env_kwargs"], **cfg.env_kwargs()}
+    env_kw = {**settings["env_kwargs"], **cfg.env_kwargs(), **entity_kw}
     probe = gym.make(cfg.env_id, instance_seed=cfg.training_instances()[0], **env_kw)
     try:
+        if entity_kw:
+            algo_kw = ent.entity_algo_kwargs(algo_kw, probe)
+            entry = ent.entity_entry(entry, algo_kw)
         allowed = hp.supported_algos(probe.action_space)
         if cfg.algo not in allowed:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "
@@ -676,6 +696,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "--beside-seeds into the same TensorBoard root, to see them beside the learner")
     p.add_argument("--beside-seeds", default="100-104",
                    help="episode seeds of --beside (default 100-104, held out from training)")
+    p.add_argument("--policy", choices=("default", "entity"), default="default",
+                   help="'entity': the shared-weights EntityPolicy on obs_mode=entities and the "
+                   "env's learnable action mode; plays every instance size (default: the "
+                   "config's policy)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1; small networks run fastest on one)")
@@ -708,7 +732,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         beside=tuple(split_agents(args.beside)) if args.beside else (),
         beside_seeds=tuple(parse_seeds(args.beside_seeds)), progress=not args.no_progress,
         verbose=args.verbose, device=args.device, threads=args.threads,
-        max_minutes=args.max_minutes)
+        max_minutes=args.max_minutes, policy=args.policy)
 
 
 def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
@@ -753,6 +777,8 @@ def resume_command(cfg: TrainConfig, res: TrainResult) -> str:
 
     left = max(res.target_timesteps - res.timesteps, 1)
     extra = ["--name", res.run_dir.name, "--out", cfg.out]
+    if cfg.policy != "default":
+        extra += ["--policy", cfg.policy]
     return shlex.join(["schedgym", "train", cfg.algo, cfg.env_id, *_env_flags(cfg, False),
                        "--resume", str(res.model_path), "--timesteps", str(left), *extra])
 
