@@ -222,7 +222,7 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
     world (scenario, overrides, seeds) stays the run's."""
     import json
 
-    from schedgym.train.compare import compare_meta, learned_env_kwargs
+    from schedgym.train.compare import compare_spec, learned_env_kwargs
     from schedgym.train.sweep import plan
 
     model = tmp_path / "run" / "model.zip"
@@ -233,7 +233,7 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
     spec = f"ppo:{model}"
     assert learned_env_kwargs(spec) == {"action_mode": "fractions", "instance_features": True}
     assert learned_env_kwargs("drf") == {}
-    meta = compare_meta("schedgym/GainOverhead-v0", ["drf", spec], [0, 1],
+    meta = compare_spec("schedgym/GainOverhead-v0", ["drf", spec], [0, 1],
                         overrides={"horizon": 12})
     tasks = {(t.agent, t.seed): t for t in plan(meta)}
     assert tasks[(spec, 1)].env_kwargs == {"action_mode": "fractions",
