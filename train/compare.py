@@ -136,13 +136,23 @@ NOTICE_AFTER_S = 3.0
 @contextlib.contextmanager
 def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
     """Say on stderr that the kernels are compiling when the enclosed warm-up takes over
-    ``after_s`` seconds (first use after an install or a kernel change), and how long it took."""
+    ``after_s`` seconds (first use after an install or a kernel change), and how long it took.
+
+    On an interactive terminal only, like the package's own first-compile notice
+    (:mod:`schedgym._compile_notice`, which this one stands in for here): piped and captured
+    stderr carries only what the command reports, whether the kernel cache is cold or warm."""
+    if not (sys.stderr is not None and sys.stderr.isatty()):
+        yield
+        return
+    from schedgym._compile_notice import LISTENER
+
+    LISTENER.said = True  # one notice, this one
     shown = threading.Event()
 
     def notice() -> None:
         shown.set()
-        print("preparing the agents: the first use compiles the kernels (a minute or more, "
-              "once per install; later runs load them from the cache)...", file=sys.stderr,
+        print("preparing the agents: the first use compiles the kernels (once per install or "
+              "kernel change; later runs load them from the cache)...", file=sys.stderr,
               flush=True)
 
     timer = threading.Timer(after_s, notice)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import numpy as np
 import pytest
 
@@ -339,18 +342,30 @@ def test_a_compile_in_the_first_decision_stays_out_of_decision_time():
     assert res.wall_time >= 0.3
 
 
-def test_compile_notice_is_said_on_stderr_only_when_the_warm_up_is_slow(capsys):
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_compile_notice_is_said_on_a_terminal_only_when_the_warm_up_is_slow(monkeypatch, capsys):
     import time
 
     from schedgym.train.compare import compile_notice
 
+    with compile_notice(after_s=0.05):  # captured stderr (not a terminal): never said
+        time.sleep(0.3)
+    assert capsys.readouterr().err == ""
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
     with compile_notice(after_s=0.05):
         time.sleep(0.3)
-    err = capsys.readouterr().err
-    assert "the first use compiles the kernels" in err and "ready after" in err
+    said = term.getvalue()
+    assert "the first use compiles the kernels" in said and "ready after" in said
+    term.seek(0)
+    term.truncate()
     with compile_notice(after_s=5.0):
         pass
-    assert capsys.readouterr().err == ""
+    assert term.getvalue() == ""
 
 
 def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
