@@ -5,9 +5,9 @@ arguments and sets ``func``; this file wires them together, adds ``schedgym list
 ``--version``, and decides how errors reach the user:
 
 - a mistake of the user's (:func:`user_errors`: ``ValueError`` and its subclasses such as
-  ``TraceFormatError``, a missing/unreadable/misplaced file or folder, an unknown Gymnasium env
-  id) prints one line ``schedgym CMD: error: MESSAGE`` and exits with status 2, like argparse's
-  own usage errors;
+  ``TraceFormatError``, any ``OSError``: a missing/unreadable/misplaced file or folder, a full
+  disk; an unknown Gymnasium env id) prints one line ``schedgym CMD: error: MESSAGE`` and exits
+  with status 2, like argparse's own usage errors;
 - Ctrl-C exits with status 130 (after the subcommand saved what it had);
 - anything else is a bug of ours and keeps its traceback (please report it).
   ``SCHEDGYM_TRACEBACK=1`` shows the traceback of user errors too.
@@ -42,8 +42,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions reported as one line with exit status 2 (see the module docstring)."""
     import gymnasium.error as gym_error
 
-    return (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-            PermissionError, FileExistsError, gym_error.Error)
+    return (ValueError, OSError, gym_error.Error)  # OSError: a full disk, a missing file, ...
 
 
 def version() -> str:

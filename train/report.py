@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import shutil
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ import numpy as np
 from schedgym.train.runner import EpisodeResult
 from schedgym.train.runspec import RunSpec
 from schedgym.train.stats import fmt_ci, mean_ci
-from schedgym.train.store import BENCHMARK, RunStore
+from schedgym.train.store import BENCHMARK, RunStore, write_atomic
 
 #: agents that are an env's online ceiling (the exact per-step optimum)
 CEILING_AGENTS = ("myopic-opt",)
@@ -261,30 +262,33 @@ def write_outputs(out: Path, results: Sequence[EpisodeResult], rows: list[dict[s
                   bench: dict[tuple[int, int], dict[str, float]], spec: RunSpec,
                   legend: dict[str, Any]) -> list[str]:
     """``episodes.csv``, ``summary.csv``, ``summary.json`` (with the run's ``meta.json`` as
-    ``"meta"``), ``curves.npz`` into ``out``."""
+    ``"meta"``), ``curves.npz`` into ``out``, each whole or not at all (a full disk leaves no
+    partial file; ``schedgym report`` writes them again from the store)."""
     metric_names = list(results[0].metrics)
     bench_names = sorted({k for b in bench.values() for k in b})
-    with open(out / "episodes.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["agent", "instance_seed", "seed", "steps", *metric_names, *bench_names,
-                    "decision_ms", "wall_s"])
-        for r in results:
-            b = bench.get((r.instance_seed, r.seed), {})
-            w.writerow([r.agent, r.instance_seed, r.seed, r.steps,
-                        *[r.metrics.get(m, "") for m in metric_names],
-                        *[b.get(n, "") for n in bench_names], 1e3 * r.decision_time,
-                        r.wall_time])
-    with open(out / "summary.csv", "w", newline="") as fh:
-        keys = list(dict.fromkeys(k for row in rows for k in row))
-        dw = csv.DictWriter(fh, fieldnames=keys)
-        dw.writeheader()
-        dw.writerows(rows)
+    episodes = io.StringIO(newline="")
+    w = csv.writer(episodes)
+    w.writerow(["agent", "instance_seed", "seed", "steps", *metric_names, *bench_names,
+                "decision_ms", "wall_s"])
+    for r in results:
+        b = bench.get((r.instance_seed, r.seed), {})
+        w.writerow([r.agent, r.instance_seed, r.seed, r.steps,
+                    *[r.metrics.get(m, "") for m in metric_names],
+                    *[b.get(n, "") for n in bench_names], 1e3 * r.decision_time, r.wall_time])
+    summary = io.StringIO(newline="")
+    dw = csv.DictWriter(summary, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
+    dw.writeheader()
+    dw.writerows(rows)
     bench_json = {f"{i}|{s}": v for (i, s), v in sorted(bench.items())}
-    (out / "summary.json").write_text(json.dumps(
+    summary_json = json.dumps(
         {"meta": spec.to_json(), "legend": legend, "summary": rows, "benchmarks": bench_json},
-        indent=2, default=str))
+        indent=2, default=str)
     curves = {f"{r.agent}|{r.instance_seed}|{r.seed}": r.curve for r in results}
-    np.savez_compressed(out / "curves.npz", **curves)  # type: ignore[arg-type]
+    write_atomic(out / "episodes.csv", lambda fh: fh.write(episodes.getvalue().encode()))
+    write_atomic(out / "summary.csv", lambda fh: fh.write(summary.getvalue().encode()))
+    write_atomic(out / "summary.json", lambda fh: fh.write(summary_json.encode()))
+    write_atomic(out / "curves.npz",
+                 lambda fh: np.savez_compressed(fh, **curves))  # type: ignore[arg-type]
     return ["episodes.csv", "summary.csv", "summary.json", "curves.npz"]
 
 

@@ -267,13 +267,13 @@ class RunStore:
         try:
             if curve is not None:
                 arr = np.asarray(curve, dtype=np.float64)
-                _write_atomic(self.path / "curves" / f"{eid}.npy",
+                write_atomic(self.path / "curves" / f"{eid}.npy",
                               lambda fh: np.save(fh, arr))
                 record["curve"] = f"curves/{eid}.npy"
             if steps is not None:
                 what = "the per-step scalars"
                 (self.path / "steps").mkdir(exist_ok=True)
-                _write_atomic(self.path / "steps" / f"{eid}.npz",
+                write_atomic(self.path / "steps" / f"{eid}.npz",
                               lambda fh: np.savez_compressed(fh, **steps))  # type: ignore
                 record["steps_file"] = f"steps/{eid}.npz"
             what = "the record"
@@ -516,7 +516,7 @@ def _read_pid(fd: int) -> int:
         return 0
 
 
-def _write_atomic(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
+def write_atomic(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Write ``path`` whole or not at all: into a temporary file beside it, flushed to disk,
     then renamed over it (the temporary file is removed if anything fails)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -555,7 +555,7 @@ def _append_line(path: Path, data: bytes) -> None:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    _write_atomic(path, lambda fh: fh.write(
+    write_atomic(path, lambda fh: fh.write(
         json.dumps(obj, indent=2, default=_plain_json).encode()))
 
 
