@@ -128,9 +128,8 @@ class Agent:
                             np.asarray(s.high, dtype=np.float64))
                         for k, s in self.observation_space.spaces.items()
                         if isinstance(s, spaces.Box)}
-        # per key: scalar bounds where the box's bounds are uniform (two reductions, min and max,
-        # through which NaN propagates), else the arrays; the check must cost little beside a
-        # decision
+        # per key: scalar bounds where the box's bounds are uniform (then one compiled pass,
+        # :func:`_outside`), else the arrays; the check must cost little beside a decision
         self._checks = [_key_check(k, lo, hi) for k, (lo, hi) in self._bounds.items()]
         self._obs_keys = set(self.observation_space.spaces)
         self._obs_first_key = next(iter(self.observation_space.spaces))

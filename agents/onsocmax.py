@@ -213,8 +213,8 @@ def _tie_fill(code: int, P: np.ndarray, lo: float, hi: float, rho: float, iota: 
 def _unique_sorted(a: np.ndarray) -> np.ndarray:
     """``np.unique(a)`` of a float64 ``(k,)`` array without NaN or signed zeros: its distinct
     values in ascending order ``(j,)``, by binary insertion. Not ``np.unique`` itself: numba's
-    version (quicksort, list building) costs seconds of first-use compile, this the same
-    values for the few hundred entries of a job's units."""
+    version (quicksort, list building) adds much more to the first-use compile, and this gives
+    the same values for the few hundred entries of a job's units."""
     out = np.empty(a.size)
     k = 0
     for v in a:

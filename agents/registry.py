@@ -91,7 +91,20 @@ def play_kwargs(spec: str, env_id: str) -> dict[str, Any]:
 
 
 def load_learned(spec: str, env: Any = None) -> Any:
-    """Load an SB3 model from ``"ALGO:path.zip"``; returns the model (it has ``predict``)."""
+    """Load an SB3 model from ``"ALGO:path.zip"`` for ``env``; returns the model (it has
+    ``predict``).
+
+    With ``env`` given, the model is checked against it before anything is played (one-line
+    ``ValueError``): the env id of the ``run.json`` beside the model, when there is one, must be
+    the env's; a model whose policy is :class:`~schedgym.train.policies.EntityPolicy` (shared
+    weights, issue 24) is rebuilt with the env's own spaces, so it plays every instance size,
+    provided the env is in ``obs_mode="entities"`` with the same entity/context features and an
+    action of the same layout; any other model needs exactly the observation and action spaces
+    it was trained on.
+
+    SB3 zips hold pickled Python objects, which run code when loaded: load only model files
+    from a trusted source.
+    """
     algo, _, path = spec.partition(":")
     algo = algo.lower()
     if algo not in SB3_ALGOS:
@@ -102,7 +115,11 @@ def load_learned(spec: str, env: Any = None) -> Any:
     import stable_baselines3 as sb3
 
     cls = getattr(sb3, algo.upper())
-    return cls.load(path, device="cpu")
+    if env is None:
+        return cls.load(path, device="cpu")
+    from schedgym.agents.learned import fit_spaces
+
+    return cls.load(path, device="cpu", custom_objects=fit_spaces(spec, path, env))
 
 
 def _env_id(env: Any) -> str | None:

@@ -54,7 +54,7 @@ def version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``schedgym`` parser with every available subcommand."""
+    """The ``schedgym`` parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="schedgym",
         description="Gymnasium environments for online multi-server job scheduling: compare "
@@ -66,13 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "list":
             add_parser(sub)
             continue
-        try:
-            module = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name == mod:
-                continue  # subcommand not available in this version
-            raise
-        module.add_parser(sub)
+        importlib.import_module(mod).add_parser(sub)
     for sub_parser in sub.choices.values():
         _plain_help(sub_parser)
     return parser

@@ -38,6 +38,10 @@ episodes are full episodes, e.g. 2,000 slots).
 the checkpoint) is loaded and trained for --timesteps more steps; the step count continues,
 evaluations.npz is appended to and best_model.zip is replaced only when beaten.
 
+--policy entity trains the shared-weights EntityPolicy on obs_mode=entities and the env's
+learnable action mode (config: configs/learned/*-entity-<algo>.yml when one has the env); the
+model plays every instance size (schedgym compare rebuilds its spaces for the env it is given).
+
 --seeds 0-4 trains one run per seed (NAME_s<seed>), in parallel worker processes, or as Ray
 tasks with --ray [ADDRESS].
 """
@@ -46,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import shutil
 import sys
@@ -99,6 +102,8 @@ class TrainConfig:
       agents played afterwards on these episode seeds into the same TensorBoard root.
     - ``progress``, ``verbose``, ``device``, ``threads`` (torch CPU threads; None = torch's
       default), ``max_minutes`` (wall clock budget; the model is saved when it runs out).
+    - ``policy``: ``"default"`` (the config's) or ``"entity"`` (the shared-weights EntityPolicy
+      in ``obs_mode="entities"``; :mod:`schedgym.train.entity_training`).
     """
 
     algo: str
@@ -129,6 +134,7 @@ class TrainConfig:
     device: str = "cpu"
     threads: int | None = 1
     max_minutes: float | None = None
+    policy: str = "default"
 
     def __post_init__(self) -> None:
         for name in ("config", "out", "resume"):  # accept Path objects
@@ -194,6 +200,8 @@ def _validate_config(cfg: TrainConfig) -> None:
     if cfg.name is not None:
         check_run_name(cfg.name, "name")  # a run never writes outside out
     check_out_folder(cfg.out, "out")
+    if cfg.policy not in ("default", "entity"):
+        raise ValueError(f"policy={cfg.policy!r} is invalid: must be one of default, entity")
     if cfg.overwrite and cfg.resume is not None:
         raise ValueError("overwrite=True with resume is invalid: resuming continues the run "
                          "folder; give one of them")
@@ -274,10 +282,18 @@ def _plan(cfg: TrainConfig) -> _Plan:
     """Stage 1: hyperparameters (file + ``--hp``), env kwargs, and a probe env that fails fast on
     bad overrides, an algorithm the action space rejects, or an unknown ``--beside`` agent."""
     from schedgym.core.validation import check_known_keys
+    from schedgym.train import entity_training as ent
 
-    source = cfg.config or str(hp.default_config_path(cfg.algo))
     mode = cfg.overrides.get("action_mode")
-    entry = hp.load_config(cfg.algo, cfg.env_id, cfg.config,
+    entity_kw = (ent.entity_env_kwargs(cfg.algo, cfg.env_id, mode) if cfg.policy == "entity"
+                 else {})
+    mode = entity_kw.get("action_mode", mode)
+    config = cfg.config
+    if entity_kw and config is None:  # the shipped entity config of the env, when there is one
+        found = ent.entity_config_path(cfg.algo, cfg.env_id)
+        config = str(found) if found is not None else None
+    source = config or str(hp.default_config_path(cfg.algo))
+    entry = hp.load_config(cfg.algo, cfg.env_id, config,
                            str(mode) if mode is not None else None)
     if cfg.hyperparams:
         check_known_keys("--hp", cfg.hyperparams, hp.allowed_keys(cfg.algo))
@@ -288,9 +304,12 @@ def _plan(cfg: TrainConfig) -> _Plan:
     if cfg.timesteps is not None:
         entry["n_timesteps"] = cfg.timesteps
     algo_kw, settings = hp.split_entry(cfg.algo, entry, source=source)
-    env_kw = {**settings["env_kwargs"], **cfg.env_kwargs()}
+    env_kw = {**settings["env_kwargs"], **cfg.env_kwargs(), **entity_kw}
     probe = gym.make(cfg.env_id, instance_seed=cfg.training_instances()[0], **env_kw)
     try:
+        if entity_kw:
+            algo_kw = ent.entity_algo_kwargs(algo_kw, probe)
+            entry = ent.entity_entry(entry, algo_kw)
         allowed = hp.supported_algos(probe.action_space)
         if cfg.algo not in allowed:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "
@@ -624,7 +643,7 @@ def play_beside(cfg: TrainConfig, env_kw: dict[str, Any], span: int | None = Non
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``schedgym train`` and its options."""
-    from schedgym.train.cli_options import add_env_options
+    from schedgym.train.cli_options import add_env_options, add_parallel_options
 
     p = sub.add_parser(
         "train",
@@ -644,11 +663,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--seeds", default=None, metavar="SEEDS",
                    help="train one run per seed, e.g. 0-4 (runs NAME_s<seed>, in parallel)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="with --seeds: run the seeds as Ray tasks (no ADDRESS: a local Ray; "
-                   "'auto' or host:port: a cluster)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="with --seeds: parallel worker processes (default: number of CPUs)")
+    add_parallel_options(p, "the seeds", condition="with --seeds: ")
     p.add_argument("--n-envs", type=int, default=None, help="parallel envs (default: config)")
     p.add_argument("--instance-seeds", default=None, metavar="SEEDS",
                    help="train on these instances, cycled over episodes, e.g. 0-99 "
@@ -681,6 +696,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "--beside-seeds into the same TensorBoard root, to see them beside the learner")
     p.add_argument("--beside-seeds", default="100-104",
                    help="episode seeds of --beside (default 100-104, held out from training)")
+    p.add_argument("--policy", choices=("default", "entity"), default="default",
+                   help="'entity': the shared-weights EntityPolicy on obs_mode=entities and the "
+                   "env's learnable action mode; plays every instance size (default: the "
+                   "config's policy)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1; small networks run fastest on one)")
@@ -713,7 +732,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         beside=tuple(split_agents(args.beside)) if args.beside else (),
         beside_seeds=tuple(parse_seeds(args.beside_seeds)), progress=not args.no_progress,
         verbose=args.verbose, device=args.device, threads=args.threads,
-        max_minutes=args.max_minutes)
+        max_minutes=args.max_minutes, policy=args.policy)
 
 
 def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
@@ -722,7 +741,7 @@ def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
     parts: list[str] = []
     if cfg.scenario is not None:
         parts += ["--scenario", cfg.scenario]
-    if cfg.instance_seeds and compare and _compare_accepts("--instance-seeds"):
+    if cfg.instance_seeds and compare:
         parts += ["--instance-seeds", ",".join(map(str, cfg.evaluation_instances()))]
     elif cfg.instance_seeds and not compare:
         parts += ["--instance-seeds", ",".join(map(str, cfg.instance_seeds))]
@@ -733,17 +752,6 @@ def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
             text = ":".join(map(str, val)) if isinstance(val, tuple) else str(val)
             parts += ["--set", f"{key}={text}"]
     return parts
-
-
-def _compare_accepts(flag: str) -> bool:
-    """True if ``schedgym compare`` has the option ``flag``."""
-    from schedgym.train.cli import build_parser
-
-    for action in build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            compare = action.choices.get("compare")
-            return compare is not None and flag in compare._option_string_actions
-    return False
 
 
 def next_command(cfg: TrainConfig, model_path: Path) -> str:
@@ -769,6 +777,8 @@ def resume_command(cfg: TrainConfig, res: TrainResult) -> str:
 
     left = max(res.target_timesteps - res.timesteps, 1)
     extra = ["--name", res.run_dir.name, "--out", cfg.out]
+    if cfg.policy != "default":
+        extra += ["--policy", cfg.policy]
     return shlex.join(["schedgym", "train", cfg.algo, cfg.env_id, *_env_flags(cfg, False),
                        "--resume", str(res.model_path), "--timesteps", str(left), *extra])
 
@@ -777,18 +787,11 @@ def _train_seeds(cfg: TrainConfig, seeds: list[int], ray: str | None,
                  workers: int | None) -> list[Path]:
     """Stage of ``--seeds``: one :func:`run_one_seed` per seed through
     ``schedgym.train.multiseed`` (local process pool, or Ray tasks with ``ray``)."""
+    from schedgym.train import multiseed
+
     configs = [dataclasses.replace(cfg, seed=s, progress=False,
                                    name=f"{cfg.name}_s{s}" if cfg.name else None)
                for s in seeds]
-    try:
-        multiseed: Any = importlib.import_module("schedgym.train.multiseed")
-    except ModuleNotFoundError as exc:
-        if exc.name != "schedgym.train.multiseed":
-            raise
-        if ray is not None:
-            raise ValueError("--ray is invalid here: this installation has no multi-seed "
-                             "backend (schedgym.train.multiseed)") from None
-        return [run_one_seed(c) for c in configs]  # sequential fallback
     return list(multiseed.train_seeds(configs, ray=ray, workers=workers))
 
 

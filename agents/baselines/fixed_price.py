@@ -1,4 +1,4 @@
-"""FIXED-PRICE: the same action of a learnable price mode in every step (issue 24 item 4).
+"""FIXED-PRICE: the same action of a learnable price mode in every step.
 
 The learnable modes of GainOverhead-v0 (``prices``) and DeadlineWelfare-v0 (``pricing``)
 decode an action in [-1, 1] into each job's exact best response to prices, so one constant

@@ -18,6 +18,7 @@ import numpy as np
 
 from schedgym.agents.base import Agent
 from schedgym.agents.esdp import empirical_means, init_stats, update_stats
+from schedgym.core.pairwise import np_sum
 from schedgym.core.validation import check_choice
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
 
@@ -46,67 +47,14 @@ def _fill(order: np.ndarray, A: np.ndarray, c: np.ndarray,
 
 
 @numba.njit(cache=True)
-def _block_sum(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover - compiled
-    """numpy's sum of one block ``a[lo:lo + n]``, ``n <= 128``: in order from ``-0.0`` below 8
-    entries, else 8 accumulators combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 +
-    r7))`` and the tail added in order."""
-    if n < 8:
-        res = -0.0
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    r = a[lo:lo + 8].copy()
-    i = 8
-    while i < n - (n % 8):
-        for j in range(8):
-            r[j] += a[lo + i + j]
-        i += 8
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-@numba.njit(cache=True)
-def _pairwise_sum(a: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``a.sum()`` exactly as numpy adds (pairwise: blocks of <= 128 by :func:`_block_sum`,
-    above that the first ``n // 2`` rounded down to a multiple of 8 and the rest summed apart
-    and added), so the port keys and their ties are the same as numpy's. Iterative, a walk of
-    numpy's split tree with explicit stacks: numba's cache cannot reload a kernel that calls a
-    recursive one (``port_sums`` would crash a process that loads it from the cache)."""
-    lo_st = np.empty(192, dtype=np.int64)  # pending blocks (lo, n); n = -1: add the top two
-    n_st = np.empty(192, dtype=np.int64)
-    vals = np.empty(64)
-    lo_st[0], n_st[0] = 0, a.shape[0]
-    top, nv = 1, 0
-    while top > 0:
-        top -= 1
-        lo, n = lo_st[top], n_st[top]
-        if n < 0:
-            nv -= 1
-            vals[nv - 1] = vals[nv - 1] + vals[nv]
-        elif n <= 128:
-            vals[nv] = _block_sum(a, lo, n)
-            nv += 1
-        else:
-            n2 = n // 2
-            n2 -= n2 % 8
-            lo_st[top], n_st[top] = 0, -1  # popped last: left + right
-            lo_st[top + 1], n_st[top + 1] = lo + n2, n - n2
-            lo_st[top + 2], n_st[top + 2] = lo, n2  # popped first
-            top += 3
-    return vals[0]
-
-
-@numba.njit(cache=True)
 def port_sums(values: np.ndarray, start: np.ndarray) -> np.ndarray:  # pragma: no cover
     """``sum_{e in E_l} values_e`` per port (float64 ``(L,)``); port ``l``'s edges are
-    ``start[l]:start[l + 1]`` (edges are sorted by port)."""
+    ``start[l]:start[l + 1]`` (edges are sorted by port). Summed in numpy's pairwise order
+    (:func:`schedgym.core.pairwise.np_sum`), so the port keys and their ties are numpy's."""
     L = start.shape[0] - 1
     out = np.empty(L)
     for l in range(L):
-        out[l] = _pairwise_sum(values[start[l]:start[l + 1]])
+        out[l] = np_sum(values, start[l], start[l + 1] - start[l])
     return out
 
 

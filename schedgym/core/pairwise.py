@@ -2,9 +2,8 @@
 
 ``a.sum()`` of a float64 array adds in numpy's pairwise order (blocks of at most 128 entries
 summed with 8 interleaved partial sums, larger ranges split in halves). Kernels whose totals
-must equal numpy's bit for bit (the recorded golden trajectories: DeadlineWelfare's served
-workload and utilisation, the GainOverhead env's ``info["utilization"]``) call :func:`np_sum`
-here; tested against numpy in
+must equal numpy's bit for bit (DeadlineWelfare's served workload and utilisation, which its
+golden trajectories hold) call :func:`np_sum` here; tested against numpy in
 ``tests/envs/deadline_welfare/test_seeding_and_obs.py``.
 """
 
@@ -53,7 +52,7 @@ def np_sum(a: np.ndarray, lo: int, n: int) -> float:
     """``a[lo:lo + n].sum()`` of a 1-D float64 array, bit for bit as numpy adds (its pairwise
     summation: blocks of at most 128 by :func:`_sum_block`, above that the two halves - the
     first rounded down to a multiple of 8 - summed apart and added), so a compiled total equals
-    the numpy one the published runs used. Ranges that split more than once go to
+    numpy's ``a[lo:lo + n].sum()``. Ranges that split more than once go to
     :func:`np_sum_with` with stacks allocated here."""
     if n <= 128:
         return _sum_block(a, lo, n)

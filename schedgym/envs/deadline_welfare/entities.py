@@ -10,7 +10,10 @@ job's window); the job's own features (workload, window, bounds of the marginal 
 family) and the episode's progress are the context. Every feature is scaled by a bound of the
 scenario (the observation boxes' ends) or of the episode (``v``), never by per-instance
 statistics, so one network reads every instance and every size. Names and meanings:
-:data:`FEATURES`, :data:`CONTEXT`.
+:data:`FEATURES`, :data:`CONTEXT`. The ``"entities"`` key is a 1-D ``Box`` of shape ``(N * F,)``:
+the ``(N, F)`` rows flattened row-major, unit ``i``'s features at ``[i * F:(i + 1) * F]`` (1-D so
+both env checkers accept it without a warning; :class:`~schedgym.train.policies.EntityPolicy`
+reshapes it back, ``N`` from the mask's length).
 
 The encoder is a function of the flat observation and the scenario's bounds only, computed
 for a batch of observations at once with entrywise numpy operations and row sums (no BLAS), so a
@@ -110,7 +113,8 @@ class EntityEncoder:
             low[:, ENTITY_FEATURE_NAMES.index(name)] = -1.0
         # an OrderedDict keeps the contract's key order (a plain dict would be sorted)
         self.space = spaces.Dict(OrderedDict([
-            ("entities", spaces.Box(low, np.ones_like(low), dtype=np.float32)),
+            ("entities", spaces.Box(low.reshape(-1), np.ones(low.size, np.float32),
+                                    dtype=np.float32)),
             ("mask", spaces.Box(0.0, 1.0, (self.n_entities,), np.float32)),
             ("context", spaces.Box(0.0, 1.0, (len(CONTEXT),), np.float32)),
         ]))
@@ -123,7 +127,8 @@ class EntityEncoder:
 
     def encode_batch(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The entity observations of a batch of flat observations (every key ``(B, size)``):
-        ``entities`` ``(B, N, F)``, ``mask`` ``(B, N)``, ``context`` ``(B, C)``, float32."""
+        ``entities`` ``(B, N * F)`` (the rows flattened row-major), ``mask`` ``(B, N)``,
+        ``context`` ``(B, C)``, float32."""
         f64 = {k: np.asarray(v, dtype=np.float64) for k, v in obs.items()}
         allowed, cap, coef = f64["allowed"], f64["capability"], f64["utility_coef"]
         weight, usage, capacity = f64["cluster_weight"], f64["usage"], f64["capacity"]
@@ -159,6 +164,6 @@ class EntityEncoder:
             _ratio(usage.sum(axis=1, keepdims=True), capacity.sum(axis=1, keepdims=True)),
             allowed.sum(axis=1, keepdims=True) / self.n_entities,
         ], axis=1)
-        return {"entities": feats.astype(np.float32),
+        return {"entities": feats.astype(np.float32).reshape(feats.shape[0], -1),
                 "mask": (allowed > 0).astype(np.float32),
                 "context": np.clip(context, 0.0, 1.0).astype(np.float32)}

@@ -12,7 +12,7 @@ from schedgym.core.arrays import readonly_view
 from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
 from schedgym.core.envbase import SchedEnv, Viewer, frac_box, resolve_episode_seed
 from schedgym.core.validation import check_bool, check_choice
-from schedgym.envs.fluctuating_speed import actions, dynamics, viewer
+from schedgym.envs.fluctuating_speed import actions, dynamics, entities, viewer
 from schedgym.envs.fluctuating_speed.generator import SCENARIOS, generate
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
 from schedgym.envs.fluctuating_speed.trace import TRACE_EXTRAS
@@ -44,6 +44,20 @@ def _refuse_instance_conflicts(scenario: str, overrides: dict[str, Any]) -> None
             f"instance= was given together with scenario={scenario!r}, which builds its own "
             "instance (and arrivals): use one or the other"
         )
+
+
+def _check_entities_options(action_mode: str, instance_features: bool,
+                            feedback_stats: bool) -> None:
+    """``obs_mode="entities"`` acts through the per-cell ``"scores"`` mode and always carries the
+    instance features and feedback statistics: refuse the combinations that would mean otherwise."""
+    if action_mode != "scores":
+        raise ValueError(f"obs_mode='entities' with action_mode={action_mode!r} is invalid: the "
+                         "entities are the (port, server) cells the 'scores' action scores; "
+                         "use action_mode='scores'")
+    if instance_features or feedback_stats:
+        raise ValueError("instance_features=True / feedback_stats=True are invalid with "
+                         "obs_mode='entities': they add keys to the flat observation, and the "
+                         "entity rows always carry the same information")
 
 
 class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
@@ -100,6 +114,24 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     of those slots divided by ``T``. They make a memoryless policy able to tell good channels
     from bad ones on an instance it has never seen.
 
+    ``obs_mode="entities"`` (with ``action_mode="scores"``; issue 24's entity contract) replaces
+    the flat dict by ``Dict(entities=Box(0, 1, (L R * 12,)), mask=Box(0, 1, (L R,)),
+    context=Box(0, 1, (6,)))``, float32: one row of 12 features per (port, server) cell
+    ``l * R + r`` (the order of the scores, entity ``i`` <-> action entry ``i``;
+    ``metadata["entity_action"]`` is ``"entity"``), the rows flattened row-major into the 1-D
+    ``entities`` vector (cell ``i`` at ``[12 i:12 (i + 1)]``; 1-D keeps both checkers clean).
+    Row features (``env.unwrapped.entity_feature_names``): ``edge``, ``job`` (the port has a job
+    now), ``request_mean`` / ``request_max`` (requests as shares of the
+    capacities, mean / max over types), ``cost`` (``min(C_e, 1)``), ``waiting`` (the port's
+    ``w_l / T``), ``last_used``, ``last_feedback`` (previous slot), ``seen``, ``mean``,
+    ``count`` (the running feedback statistics: used at least once, mean observed net utility,
+    slots used / ``T``) and ``bonus`` (``sqrt((ln(t + 2) / ln(T + 2)) / max(n_e, 1))``, a UCB
+    width). ``mask`` is 1 on the edges of the ports with a job now. ``context``
+    (``context_feature_names``): ``progress``, ``utilization_mean``, ``utilization_max``,
+    ``jobs`` (share of ports with a job), ``edge_density`` (``|E| / (L R)``), ``waiting_mean``.
+    Every size but ``N = L R`` is fixed, so one shared-weights policy plays every size
+    (:mod:`~schedgym.envs.fluctuating_speed.entities`).
+
     ## Rewards
     ``sum_e x_e clip(Z_e(t) - C_e, 0, 1)`` over the applied selection (the normalised AOU
     increment). ``info``: ``selection`` (applied, int8 ``(|E|,)``), ``arrivals``, ``feedback``
@@ -123,7 +155,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ## Arguments
     ``gym.make("schedgym/FluctuatingSpeed-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, invalid_action="repair", compute_oracle=True,
-    action_mode="selection", instance_features=False, feedback_stats=False, **overrides)``.
+    action_mode="selection", instance_features=False, feedback_stats=False, obs_mode="flat",
+    **overrides)``.
     Scenarios:
     ``paper-default`` (ESDP Table 3), ``paper-headline`` (T = 8000), ``literal-capacity``
     (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative sizes and arrivals from
@@ -179,7 +212,11 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                "action_modes": actions.ACTION_MODES}
+                "action_modes": actions.ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                "entity_action": "entity"}
+    #: Names of the ``obs_mode="entities"`` per-entity features and context entries.
+    entity_feature_names: tuple[str, ...] = entities.ENTITY_FEATURES
+    context_feature_names: tuple[str, ...] = entities.CONTEXT_FEATURES
     viewer: ClassVar[Viewer] = viewer
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
@@ -198,11 +235,16 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         action_mode: str = "selection",
         instance_features: bool = False,
         feedback_stats: bool = False,
+        obs_mode: str = "flat",
         **overrides: Any,
     ) -> None:
         self.action_mode = check_choice("action_mode", action_mode, actions.ACTION_MODES)
         self.instance_features = check_bool("instance_features", instance_features)
         self.feedback_stats = check_bool("feedback_stats", feedback_stats)
+        self.obs_mode = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
+        if self.obs_mode == "entities":
+            _check_entities_options(self.action_mode, self.instance_features,
+                                    self.feedback_stats)
         self.invalid_action = check_choice("invalid_action", invalid_action,
                                            INVALID_ACTION_MODES)
         self.compute_oracle = check_bool("compute_oracle", compute_oracle)
@@ -256,6 +298,9 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         if self.feedback_stats:
             boxes.update({k: frac_box(per_edge) for k in dynamics.STATS_KEYS})
         self.observation_space = cast(ObsSpace, spaces.Dict(boxes))
+        if self.obs_mode == "entities":
+            self._etab = entities.tables(inst)
+            self.observation_space = cast(ObsSpace, entities.spaces_of(L * R))
 
     def _reset_state(self) -> None:
         inst = self.instance
@@ -292,6 +337,12 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         obs = dynamics.slot_observation(
             self._arrivals[min(t, T - 1)], util, feedback, x, self._origin, t, T, self._cell,
             self._n_cells)
+        if self.obs_mode == "entities":
+            ent = entities.observation(
+                self._etab, obs["arrivals"][None], obs["utilization"][None], feedback[None],
+                x[None], obs["waiting"][None], np.array([t]), T, self._fsum[None],
+                self._fcount[None])
+            return {k: v[0] for k, v in ent.items()}
         if self.instance_features:
             obs["instance"] = self._features.copy()
         if self.feedback_stats:

@@ -5,7 +5,7 @@ The oracle knows the true mean net utilities ``theta`` and the current arrivals 
 realisation ``Z(t)``) and solves, per slot, ``max theta^T x`` s.t. ``A x <= c`` and ``x_e = 0`` on
 edges of ports without a job, exactly, with the capacity DP of
 :func:`schedgym.core.knapsack.knapsack_01`. Slots are decoupled, so this myopic optimum is the
-optimal policy; its value defines the pseudo-regret. Numpy only.
+optimal policy; its value defines the pseudo-regret. No solver dependency: the DP is exact.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from schedgym.envs.fluctuating_speed.types import FluctuatingSpeedInstance
 
 
 class OracleSolver:
-    """Per-slot oracle selection, cached by arrival pattern (at most ``2^L`` distinct DPs).
+    """Per-slot oracle selection, cached by arrival pattern (at most ``2^L`` patterns; the
+    first 4096 are kept).
 
     ``solve(arrivals) -> (x, value)`` with ``x`` int8 ``(E,)`` (read-only, shared by the cache)
     and ``value = theta^T x``. ``values`` overrides ``theta`` (e.g. to solve with other means).

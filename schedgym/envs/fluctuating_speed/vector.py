@@ -24,8 +24,10 @@ Every ``action_mode`` works (``"scores"`` is decoded per copy by the single env'
 goes through the same kernel; its ``action_clip`` info is kept) and so does
 ``instance_features=True`` (the static ``instance`` key is repeated from the copy's reset
 observation) and ``feedback_stats=True`` (running sums kept per copy, the entries built by the
-single env's :func:`~.dynamics.feedback_stats`). Not supported: ``render_mode`` (refused at
-construction: render through ``vectorization_mode="sync"``).
+single env's :func:`~.dynamics.feedback_stats`), and ``obs_mode="entities"`` (the kernel writes
+the flat entries into scratch arrays, from which the single env's
+:func:`~.entities.observation` builds every copy's rows at once). Not supported:
+``render_mode`` (refused at construction: render through ``vectorization_mode="sync"``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from gymnasium.vector.utils import batch_space
 from schedgym.core.validation import check_int
 from schedgym.envs.fluctuating_speed import actions as actions_mod
 from schedgym.envs.fluctuating_speed import dynamics as dyn
+from schedgym.envs.fluctuating_speed import entities as ent_mod
 from schedgym.envs.fluctuating_speed.env import FluctuatingSpeedEnv
 from schedgym.envs.fluctuating_speed.offline import OracleSolver
 
@@ -118,8 +121,11 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
             t.instance.cell_of_edge if self._scores else np.arange(t.instance.n_edges),
             dtype=np.int64)
         self._oracle = OracleSolver(t.instance) if t.compute_oracle else None
+        self._entities = t.obs_mode == "entities"
         self._stats = t.feedback_stats
         self._n_cells = t._n_cells
+        if self._entities:
+            self._etab = t._etab
         self._alloc()
 
     def _alloc(self) -> None:
@@ -163,8 +169,8 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self._origin[i] = dyn.open_waits(-np.ones(self.instance.n_types), env.arrivals[0], 0)
         self._fsum[i] = 0.0
         self._fcount[i] = 0
-        self._static[i] = {k: v for k, v in obs.items()
-                           if k not in DYNAMIC_KEYS and k not in dyn.STATS_KEYS}
+        self._static[i] = {} if self._entities else {
+            k: v for k, v in obs.items() if k not in DYNAMIC_KEYS and k not in dyn.STATS_KEYS}
         return obs, info
 
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -186,23 +192,57 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
                                  "with at least one True entry")
         obs = self._empty_obs()
         infos: dict[str, Any] = {}
+        given: dict[int, dict[str, np.ndarray]] = {}
         for i in np.flatnonzero(mask):
             o, info = self._reset_one(int(i), seeds[i], options)
-            for k, v in o.items():
-                obs[k][i] = v
+            self._put(obs, given, int(i), o)
             infos = self._add_info(infos, info, int(i))
         self._autoreset[mask] = False
         if not mask.all():  # the other copies keep their current observation
             self._fill_obs(obs, ~mask)
         self._needs_reset = False
-        return obs, infos
+        return (self._to_entities(obs, given) if self._entities else obs), infos
+
+    def _put(self, obs: dict[str, np.ndarray], given: dict[int, dict[str, np.ndarray]],
+             i: int, o: dict[str, np.ndarray]) -> None:
+        """Copy ``i``'s reset observation ``o`` into its row (entities mode: keep it aside for
+        :meth:`_to_entities`)."""
+        if self._entities:
+            given[i] = o
+            return
+        for k, v in o.items():
+            obs[k][i] = v
 
     # ------------------------------------------------------------- observations
     def _empty_obs(self) -> dict[str, np.ndarray]:
+        """Zeroed observation arrays; in ``obs_mode="entities"`` the flat dynamic keys the
+        kernel writes (as scratch: the entity rows are built from them by :meth:`_to_entities`)."""
+        if self._entities:
+            inst, N = self.instance, self.num_envs
+            f32 = np.float32
+            return {"arrivals": np.zeros((N, inst.n_types), f32),
+                    "utilization": np.zeros((N, inst.n_resources), f32),
+                    "feedback": np.zeros((N, self._n_cells), f32),
+                    "used": np.zeros((N, self._n_cells), f32),
+                    "waiting": np.zeros((N, inst.n_types), f32),
+                    "progress": np.zeros((N, 1), f32)}
         space = self.single_observation_space
         assert isinstance(space, gym.spaces.Dict)
         return {k: np.zeros((self.num_envs, *(sp.shape or ())), dtype=sp.dtype)
                 for k, sp in space.spaces.items()}
+
+    def _to_entities(self, flat: dict[str, np.ndarray],
+                     given: dict[int, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """The entity observations of every copy: copies in ``given`` (just reset) keep their
+        reset observation, the others are built from the state and the kernel's flat arrays
+        (:func:`~.entities.observation`, the single env's builder)."""
+        out = ent_mod.observation(self._etab, flat["arrivals"], flat["utilization"], self._fb,
+                                  self._x, flat["waiting"], self._t, self.horizon,
+                                  self._fsum, self._fcount)
+        for i, o in given.items():
+            for k, v in o.items():
+                out[k][i] = v
+        return out
 
     def _fill_obs(self, obs: dict[str, np.ndarray], rows: np.ndarray) -> None:
         """Observation rows ``rows`` (bool ``(N,)``) from the current state."""
@@ -244,7 +284,7 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
             dyn.validate_selection(acts[bad], self.instance.n_edges)  # raises, naming the entry
         if status == dyn.OVER_CAPACITY:
             raise dyn.capacity_error(self._tabs, self._x[bad])
-        if self._stats:  # rows being reset are zeroed by their reset below
+        if self._stats or self._entities:  # rows being reset are zeroed by their reset below
             dyn.accumulate_feedback(self._fsum, self._fcount, self._x, self._fb)
             self._stats_obs(obs, active)
         for i in np.flatnonzero(active):
@@ -257,12 +297,14 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         if self._scores and active.any():
             infos["action_clip"] = np.where(active, self._clip, 0.0)
             infos["_action_clip"] = active.copy()
+        given: dict[int, dict[str, np.ndarray]] = {}
         for i in np.flatnonzero(self._autoreset):
             o, info = self._reset_one(int(i), None, None)
-            for k, v in o.items():
-                obs[k][i] = v
+            self._put(obs, given, int(i), o)
             infos = self._add_info(infos, info, int(i))
         self._autoreset = done
+        if self._entities:
+            obs = self._to_entities(obs, given)
         return obs, rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
     def _selections(self, actions: Any, active: np.ndarray) -> np.ndarray:

@@ -1,7 +1,9 @@
 """GainOverhead-v0 (OgaSched problem), one module per layer: :mod:`.types` (instance and
 parameters) -> :mod:`.generator` (scenarios, synthetic generator; :mod:`.trace` the trace-driven
-scenario) -> :mod:`.dynamics` (pure reward/projection functions) -> :mod:`.env` -> :mod:`.viewer`;
-:mod:`.offline` holds the hindsight optimum and :mod:`.vector` the native batched env."""
+scenario) -> :mod:`.actions` (action modes) -> :mod:`.dynamics` (pure reward/projection
+functions) -> :mod:`.env` -> :mod:`.viewer`; :mod:`.reference` states one step in plain numpy
+(the compiled kernels are tested against it), :mod:`.offline` holds the hindsight optimum and
+:mod:`.vector` the native batched env."""
 
 from schedgym.envs.gain_overhead import trace as _trace  # noqa: F401 (registers alibaba-gpu-2023)
 from schedgym.envs.gain_overhead.env import GainOverheadEnv

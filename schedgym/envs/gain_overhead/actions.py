@@ -20,7 +20,7 @@ types that the observation shows without an arrival get ``z = 0`` (an allocation
 no job earns nothing, ``x_l = 0`` in the reward, and only takes capacity from the arrived
 types). The decoder thus reads only what the policy observes; under ``arrivals="hidden"``
 every type is served. The default ``allocation`` mode never gates (the raw action is played as
-given, which keeps v0's behaviour for the classical agents).
+given: a classical agent's allocation is applied as the agent chose it).
 
 Why ``prices``: for fixed multipliers ``nu_l`` of the penalty's max (``max_k beta_k Y_l^k =
 max_{nu in simplex} sum_k nu_k beta_k Y_l^k``), the per-slot problem separates per channel into

@@ -7,7 +7,10 @@ the overhead weight, the price scale of the ``prices`` decoder, the utility fami
 parameters of the type's channels, the arrival, the congestion of the type's instances and the
 slot fraction), every feature scaled to ``[0, 1]`` without per-instance normalisation, so one
 network reads every instance and every size. Names and meanings: :data:`FEATURES`,
-:data:`CONTEXT`.
+:data:`CONTEXT`. The ``"entities"`` key is a 1-D ``Box(0, 1, (N * F,))``: the ``(N, F)`` rows
+flattened row-major, entity ``i``'s features at ``[i * F:(i + 1) * F]`` (1-D so both env checkers
+accept it without a warning; :class:`~schedgym.train.policies.EntityPolicy` reshapes it back,
+``N`` from the mask's length).
 
 The encoder is a function of the flat observation (``arrivals``, ``utilization``,
 ``progress``) and the instance only, computed for a batch of observations at once with
@@ -94,8 +97,9 @@ class EntityEncoder:
     """Builds the entity observations of one instance (see the module docstring).
 
     Attributes:
-        space: ``Dict(entities=Box(0, 1, (N, F)), mask=Box(0, 1, (N,)), context=Box(0, 1,
-            (C,)))``, float32, ``N = L * K``, ``F = len(FEATURES)``, ``C = len(CONTEXT)``.
+        space: ``Dict(entities=Box(0, 1, (N * F,)), mask=Box(0, 1, (N,)), context=Box(0, 1,
+            (C,)))``, float32, ``N = L * K``, ``F = len(FEATURES)``, ``C = len(CONTEXT)``; the
+            ``entities`` vector holds the ``(N, F)`` rows flattened row-major.
         gate: whether the mask shows the observed arrivals (``arrivals="revealed"``, where the
             learnable decoders serve only the arrived types) or is all ones (``"hidden"``).
     """
@@ -151,7 +155,7 @@ class EntityEncoder:
         self._type_demand = deg * req.sum(axis=1)
         # an OrderedDict keeps the contract's key order (a plain dict would be sorted)
         self.space = spaces.Dict(OrderedDict([
-            ("entities", spaces.Box(0.0, 1.0, (self.n_entities, len(FEATURES)), np.float32)),
+            ("entities", spaces.Box(0.0, 1.0, (self.n_entities * len(FEATURES),), np.float32)),
             ("mask", spaces.Box(0.0, 1.0, (self.n_entities,), np.float32)),
             ("context", spaces.Box(0.0, 1.0, (len(CONTEXT),), np.float32)),
         ]))
@@ -163,8 +167,8 @@ class EntityEncoder:
 
     def encode_batch(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The entity observations of a batch of flat observations (``arrivals`` ``(B, L)``,
-        ``utilization`` ``(B, R * K)``, ``progress`` ``(B, 1)``): ``entities`` ``(B, N, F)``,
-        ``mask`` ``(B, N)``, ``context`` ``(B, C)``, float32."""
+        ``utilization`` ``(B, R * K)``, ``progress`` ``(B, 1)``): ``entities`` ``(B, N * F)`` (the
+        rows flattened row-major), ``mask`` ``(B, N)``, ``context`` ``(B, C)``, float32."""
         L, K = self.n_types, self.n_resources
         x = np.asarray(obs["arrivals"], dtype=np.float64)
         B = x.shape[0]
@@ -198,6 +202,6 @@ class EntityEncoder:
             util.reshape(B, -1).max(axis=1),
             _ratio(ask_all, ask_all + self._total_cap),  # D / (1 + D)
         ], axis=1)
-        return {"entities": feats.astype(np.float32),
+        return {"entities": feats.astype(np.float32).reshape(B, -1),
                 "mask": mask.astype(np.float32),
                 "context": np.clip(context, 0.0, 1.0).astype(np.float32)}

@@ -157,9 +157,10 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     actions act on (``N = L * K``, entity ``l * K + k`` = action entry ``l * K + k``;
     ``metadata["entity_action"]`` is ``"entity"`` in those modes, ``"none"`` in
     ``allocation``; ``metadata["entity_action_mode"]`` names ``prices``, the mode an
-    entity policy trains in by default): ``Dict(entities=Box(0, 1, (N, 16)), mask=Box(0, 1, (N,)),
-    context=Box(0, 1, (5,)))``, float32. The features (all in [0, 1]; names in
-    ``entity_feature_names``/``context_feature_names``, definitions in
+    entity policy trains in by default): ``Dict(entities=Box(0, 1, (N * 16,)), mask=Box(0, 1,
+    (N,)), context=Box(0, 1, (5,)))``, float32, the ``(N, 16)`` rows flattened row-major into
+    the 1-D ``entities`` vector (entity ``i`` at ``[16 i:16 (i + 1)]``). The features (all in
+    [0, 1]; names in ``entity_feature_names``/``context_feature_names``, definitions in
     :data:`.entities.FEATURES`/:data:`.entities.CONTEXT`): the observed arrival ``x_l``; the
     request against the reachable capacity ``a/(a + c_lk)`` and against one instance's mean
     capacity; the reachable share of k's capacity; the degree share ``|R_l| / R``; ``beta_k /

@@ -34,7 +34,7 @@ Types with ``n_l = 0`` contribute nothing and are fixed to ``y = 0``. The return
 onto Y by the exact projection (removing the LP solver's ~1e-9 feasibility slack) and its value is
 recomputed with :func:`schedgym.envs.gain_overhead.dynamics.reward`, so it is an achievable value.
 
-scipy is imported lazily: the environment itself needs only numpy.
+scipy is imported lazily: the environment itself does not need it.
 """
 
 from __future__ import annotations

@@ -260,7 +260,8 @@ class GainOverheadInstance:
     def instance_slots(self) -> np.ndarray:
         """int ``(R, D)``: edge indices of each instance padded with ``-1`` (D = max ``|L_r|``).
 
-        Used to run the projection over all (instance, resource) groups at once.
+        The groups of every projection: :attr:`projection_plan` and :attr:`group_gather` are
+        built from it.
         """
         deg = np.bincount(self.edge_instance, minlength=self.n_instances)
         D = max(int(deg.max()), 1)
@@ -298,7 +299,8 @@ class GainOverheadInstance:
         (column ``r*K + k``); padding points at index 0 and is neutralised by a zero cap in
         :attr:`group_caps` (and must be masked with :attr:`group_valid` when summing raw values).
 
-        The (entries, groups) layout keeps the batched projection's numpy loops long.
+        Read by :func:`.dynamics.instance_load` (a sum over axis 0, the group's entries) and by
+        the paper's projection (``method="paper"``); the exact one uses :attr:`projection_plan`.
         """
         K = self.n_resources
         slots = self.instance_slots  # (R, D)

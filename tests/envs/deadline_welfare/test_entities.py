@@ -19,9 +19,6 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from schedgym.envs.deadline_welfare import entities
 from tests.envs.deadline_welfare.conftest import ENV_ID, SMALL
 
-#: SB3's checker recommends 1-D observations; the contract's ``(N, F)`` rows are 2-D on purpose.
-SB3_SHAPE_WARNING = "has an unconventional shape"
-
 
 def _make(**kw):
     return gym.make(ENV_ID, **{"action_mode": "pricing", "obs_mode": "entities", **kw})
@@ -70,7 +67,8 @@ def _reference(env, flat_space):
 def _check_obs(env, obs, flat_space):
     assert env.observation_space.contains(obs), {k: (v.min(), v.max()) for k, v in obs.items()}
     rows, mask, context = _reference(env.unwrapped, flat_space)
-    np.testing.assert_allclose(obs["entities"], rows, rtol=1e-5, atol=1e-6)
+    assert obs["entities"].shape == (rows.size,)  # the (N, F) rows flattened row-major
+    np.testing.assert_allclose(obs["entities"], rows.reshape(-1), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(obs["mask"], mask)
     np.testing.assert_allclose(obs["context"], context, rtol=1e-5, atol=1e-6)
 
@@ -83,7 +81,7 @@ def test_space_names_and_metadata():
     assert u.entity_feature_names == entities.ENTITY_FEATURE_NAMES
     assert u.context_feature_names == entities.CONTEXT_FEATURE_NAMES
     assert list(env.observation_space.spaces) == ["entities", "mask", "context"]
-    assert env.observation_space["entities"].shape == (R * T, F)
+    assert env.observation_space["entities"].shape == (R * T * F,)
     assert env.observation_space["mask"].shape == (R * T,)
     assert env.observation_space["context"].shape == (C,)
     assert u.metadata["entity_action"] == "global"
@@ -92,7 +90,11 @@ def test_space_names_and_metadata():
     assert type(u).metadata["obs_modes"] == ("flat", "entities")
     assert _make(**SMALL, action_mode="dispatch").unwrapped.metadata["entity_action"] == "entity"
     other = _make(n_instances=5, horizon=2, n_jobs=2, instance_seed=4, utility="sqrt")
-    assert other.observation_space["entities"].shape == (10, F)
+    assert other.observation_space["entities"].shape == (10 * F,)
+    # the signed features' lower end -1 sits in every unit's row of the flat vector
+    low = other.observation_space["entities"].low.reshape(10, F)
+    for j, name in enumerate(u.entity_feature_names):
+        assert (low[:, j] == (-1.0 if name in entities.SIGNED else 0.0)).all(), name
     assert other.observation_space["context"].shape == (C,)
     for box in env.observation_space.spaces.values():
         assert np.isfinite(box.low).all() and np.isfinite(box.high).all()
@@ -116,13 +118,13 @@ def test_flat_mode_is_unchanged():
 
 @pytest.mark.parametrize("kw", [{}, {"action_mode": "dispatch", "utility": "sqrt"}])
 def test_both_checkers_pass(kw):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    """Every warning of either checker is an error (the 1-D ``entities`` vector draws no SB3
+    shape advice)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         env = _make(**SMALL, **kw)
         gym_check_env(env.unwrapped, skip_render_check=False)
         sb3_check_env(env.unwrapped, warn=True)
-    rest = [str(w.message) for w in caught if SB3_SHAPE_WARNING not in str(w.message)]
-    assert rest == []
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
