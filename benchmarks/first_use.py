@@ -58,12 +58,13 @@ def cpu_seconds(code: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("envs", nargs="*", default=list(ENVS), choices=ENVS, metavar="ENV",
+    ap.add_argument("envs", nargs="*", choices=ENVS, metavar="ENV",
                     help=f"env ids without the schedgym/ prefix (default: {', '.join(ENVS)})")
     args = ap.parse_args()
+    envs = args.envs or list(ENVS)
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"{'env':<22}{'env CPU s':>12}{'env+agents CPU s':>19}")
-    for env in args.envs:
+    for env in envs:
         alone = cpu_seconds(_ENV.format(env=env))
         with_agents = cpu_seconds(_AGENTS.format(env=env))
         print(f"{env:<22}{alone:>12.1f}{with_agents:>19.1f}", flush=True)
