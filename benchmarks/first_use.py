@@ -58,9 +58,13 @@ def cpu_seconds(code: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("envs", nargs="*", choices=ENVS, metavar="ENV",
+    ap.add_argument("envs", nargs="*", metavar="ENV",
                     help=f"env ids without the schedgym/ prefix (default: {', '.join(ENVS)})")
     args = ap.parse_args()
+    # checked here, not by argparse's choices, which refuses an empty list for nargs="*"
+    for env in args.envs:
+        if env not in ENVS:
+            ap.error(f"ENV {env!r} is invalid: must be one of {', '.join(ENVS)}")
     envs = args.envs or list(ENVS)
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"{'env':<22}{'env CPU s':>12}{'env+agents CPU s':>19}")
