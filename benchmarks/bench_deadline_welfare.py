@@ -9,7 +9,8 @@ process, never absolute targets):
    at the paper-default size, as a ratio to CartPole-v1's, measured the same way: the single
    env, the native vector env (64 copies, per env-step) and SyncVectorEnv (64 copies) for
    reference; and the same without episode ends (one episode of 2,000 jobs) to separate the
-   step from the reset (the job sampler);
+   step from the reset; then a reset's CPU time, the job sampler's part of it and the part of
+   that which builds the sampler's named random streams (:func:`schedgym.core.rng.streams`);
 2. every agent's mean decision time per job (``predict``: parse + solve + encode);
 3. OnSocMax's exact P3 solver (``P3.solve``) next to cvxpy/Clarabel (``solve_p3_cvxpy``: build +
    solve, as an agent would per job) on the same subproblems - every job OnSocMax decided in
@@ -44,7 +45,9 @@ import numpy as np
 import schedgym  # noqa: F401
 from schedgym import agents
 from schedgym.agents.onsocmax import p3_from_job, solve_p3_cvxpy
+from schedgym.core import rng as rngs
 from schedgym.envs.deadline_welfare.dynamics import observed_job
+from schedgym.envs.deadline_welfare.generator import JOB_STREAMS
 from schedgym.envs.deadline_welfare.offline import solve_p1
 
 ENV_ID = "schedgym/DeadlineWelfare-v0"
@@ -167,7 +170,7 @@ def throughput(n: int) -> None:
         print(f"   {name:<36}{sps:>12,.0f} env-steps/s{ratio:>9.3f}x CartPole")
     env: Any = gym.make(ENV_ID).unwrapped
     env.reset(seed=0)
-    k = max(n // 20, 10)
+    k = max(n // 4, 10)
     t0 = time.process_time()
     for s in range(k):
         env.reset(seed=s)
@@ -176,7 +179,12 @@ def throughput(n: int) -> None:
     for s in range(k):
         env._sample_jobs(s)
     sample_us = 1e6 * (time.process_time() - t0) / k
-    print(f"   DW reset: {reset_us:,.0f} us per episode (job sampler {sample_us:,.0f} us); "
+    t0 = time.process_time()
+    for s in range(k):
+        rngs.streams(s, *JOB_STREAMS)
+    streams_us = 1e6 * (time.process_time() - t0) / k
+    print(f"   DW reset: {reset_us:,.0f} us per episode (job sampler {sample_us:,.0f} us, of which "
+          f"building its {len(JOB_STREAMS)} named streams {streams_us:,.0f} us); "
           f"over 20 jobs {reset_us / 20:,.1f} us per step = {reset_us / 20 * ref / 1e6:.2f} "
           "CartPole steps")
 

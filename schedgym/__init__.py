@@ -25,8 +25,9 @@ from importlib.metadata import version as _dist_version
 
 from gymnasium.envs.registration import register, registry
 
-# numba cache stamped by every kernel source: imported before any kernel module is.
-from schedgym import _numba_cache  # noqa: F401
+# Imported before any kernel module is: numba's cache stamped by every kernel source, and a
+# one-line notice on a terminal when this process starts compiling the kernels.
+from schedgym import _compile_notice, _numba_cache  # noqa: F401
 
 try:
     __version__ = _dist_version("schedgym")

@@ -323,10 +323,23 @@ def _collect(futs: dict[Any, Any], on_done: OnDone, grace: float) -> None:
         on_done(futs[f], None if exc else f.result(), exc)
 
 
+def import_ray() -> Any:
+    """The ``ray`` module; ``ValueError`` (one line at the command line) where Ray, an
+    optional extra, is not installed."""
+    try:
+        import ray
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":
+            raise
+        raise ValueError("--ray is invalid here: Ray is not installed (an optional extra: "
+                         "pip install 'schedgym[ray]'); run without --ray for a local process "
+                         "pool") from None
+    return ray
+
+
 def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
              workers: int | None, address: str, grace: float = 0.0) -> None:
-    import ray
-
+    ray = import_ray()
     from schedgym.train import reaper
 
     started = False

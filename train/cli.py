@@ -5,9 +5,9 @@ arguments and sets ``func``; this file wires them together, adds ``schedgym list
 ``--version``, and decides how errors reach the user:
 
 - a mistake of the user's (:func:`user_errors`: ``ValueError`` and its subclasses such as
-  ``TraceFormatError``, a missing/unreadable/misplaced file or folder, an unknown Gymnasium env
-  id) prints one line ``schedgym CMD: error: MESSAGE`` and exits with status 2, like argparse's
-  own usage errors;
+  ``TraceFormatError``, any ``OSError``: a missing/unreadable/misplaced file or folder, a full
+  disk; an unknown Gymnasium env id) prints one line ``schedgym CMD: error: MESSAGE`` and exits
+  with status 2, like argparse's own usage errors;
 - Ctrl-C exits with status 130 (after the subcommand saved what it had);
 - anything else is a bug of ours and keeps its traceback (please report it).
   ``SCHEDGYM_TRACEBACK=1`` shows the traceback of user errors too.
@@ -42,8 +42,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions reported as one line with exit status 2 (see the module docstring)."""
     import gymnasium.error as gym_error
 
-    return (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-            PermissionError, FileExistsError, gym_error.Error)
+    return (ValueError, OSError, gym_error.Error)  # OSError: a full disk, a missing file, ...
 
 
 def version() -> str:
@@ -54,7 +53,7 @@ def version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``schedgym`` parser with every available subcommand."""
+    """The ``schedgym`` parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="schedgym",
         description="Gymnasium environments for online multi-server job scheduling: compare "
@@ -66,13 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "list":
             add_parser(sub)
             continue
-        try:
-            module = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name == mod:
-                continue  # subcommand not available in this version
-            raise
-        module.add_parser(sub)
+        importlib.import_module(mod).add_parser(sub)
     for sub_parser in sub.choices.values():
         _plain_help(sub_parser)
     return parser

@@ -1,8 +1,10 @@
 """Command-line options shared by ``schedgym train``, ``compare`` and ``reproduce``.
 
 One definition of the env options (``ENV_ID``, ``--scenario``, ``--instance-seed``, ``--set``),
-of ``--set KEY=VALUE`` parsing, and of env-id resolution, so every subcommand accepts and rejects
-the same things with the same message::
+of the parallel options (``--workers``, ``--ray [ADDRESS]``), of the run-folder options of a
+sweep (``--out``, ``--resume``, ``--overwrite``, ``--quiet``), of ``--set KEY=VALUE`` parsing,
+and of env-id resolution, so every subcommand accepts and rejects the same things with the same
+message::
 
     from schedgym.train.cli_options import add_env_options, env_options
 
@@ -155,9 +157,43 @@ def add_env_options(p: argparse.ArgumentParser, *, env_id: bool = True,
                    help="scenario name (default: the paper default; see 'schedgym list')")
     p.add_argument("--instance-seed", type=int, default=instance_seed_default,
                    help="seed of the instance: graph, capacities, utilities (default 0)")
-    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="override an env parameter, e.g. --set horizon=500 or "
+    add_set_option(p, "override an env parameter, e.g. --set horizon=500 or "
                    "--set action_mode=fractions (repeatable)")
+
+
+def add_set_option(p: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--set KEY=VALUE`` (repeatable, into ``args.overrides``; parse it with
+    :func:`parse_overrides`) with the help text ``help``."""
+    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE", help=help)
+
+
+def add_parallel_options(p: argparse.ArgumentParser, what: str = "the episodes",
+                         condition: str = "") -> None:
+    """Add ``--workers N`` (parallel worker processes; default ``None``: as many as CPUs) and
+    ``--ray [ADDRESS]`` (default ``None``: no Ray; alone ``""``: a local Ray; ``auto`` or
+    ``HOST:PORT``: a cluster), the two arguments of
+    :func:`schedgym.train.backend.run_calls`. ``what``: the jobs that run in parallel, in the
+    help text; ``condition``: a help prefix such as ``"with --seeds: "``."""
+    p.add_argument("--workers", type=int, default=None,
+                   help=f"{condition}parallel worker processes (default: number of CPUs)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help=f"{condition}run {what} as Ray tasks: alone, a local Ray; 'auto' or "
+                   "HOST:PORT joins a cluster started with 'ray start --head'")
+
+
+def add_run_folder_options(p: argparse.ArgumentParser, default_out: str) -> None:
+    """Add the run-folder options of a sweep (``compare``, ``reproduce``): ``--out`` (help
+    naming ``default_out``, the folder used when it is not given), ``--resume RUN_DIR``,
+    ``--overwrite`` and ``--quiet``."""
+    p.add_argument("--out", default=None,
+                   help=f"run folder (default {default_out}, or the first free <...>-2, -3 "
+                   "when a run is there); a given --out that exists is refused, unless "
+                   "--overwrite")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="finish an interrupted run: only its missing episodes are played")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run folder if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def env_options(args: argparse.Namespace) -> EnvOptions:

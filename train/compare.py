@@ -48,11 +48,14 @@ from schedgym.agents.registry import play_kwargs
 from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
 from schedgym.train.cli_options import (
     add_env_options,
+    add_parallel_options,
+    add_run_folder_options,
     check_out_folder,
     free_run_folder,
     parse_overrides,
 )
 from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
+from schedgym.train.runspec import RunSpec, Setting
 from schedgym.train.stats import parse_seeds
 from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
 
@@ -133,13 +136,23 @@ NOTICE_AFTER_S = 3.0
 @contextlib.contextmanager
 def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
     """Say on stderr that the kernels are compiling when the enclosed warm-up takes over
-    ``after_s`` seconds (first use after an install or a kernel change), and how long it took."""
+    ``after_s`` seconds (first use after an install or a kernel change), and how long it took.
+
+    On an interactive terminal only, like the package's own first-compile notice
+    (:mod:`schedgym._compile_notice`, which this one stands in for here): piped and captured
+    stderr carries only what the command reports, whether the kernel cache is cold or warm."""
+    if not (sys.stderr is not None and sys.stderr.isatty()):
+        yield
+        return
+    from schedgym._compile_notice import LISTENER
+
+    LISTENER.said = True  # one notice, this one
     shown = threading.Event()
 
     def notice() -> None:
         shown.set()
-        print("preparing the agents: the first use compiles the kernels (a minute or more, "
-              "once per install; later runs load them from the cache)...", file=sys.stderr,
+        print("preparing the agents: the first use compiles the kernels (once per install or "
+              "kernel change; later runs load them from the cache)...", file=sys.stderr,
               flush=True)
 
     timer = threading.Timer(after_s, notice)
@@ -166,18 +179,20 @@ def warm_up(env: Any, agent: Any, steps: int = 2) -> None:
             break
 
 
-def compare_meta(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,
+def compare_spec(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,
                  instance_seeds: list[int] | None = None,
                  overrides: dict[str, Any] | None = None, benchmarks: bool = True,
-                 reference: str | None = None, record_steps: bool = False) -> dict[str, Any]:
-    """The run description of a compare (``meta.json``; see :mod:`schedgym.train.sweep`)."""
-    return {"command": "compare", "env_id": env_id, "scenario": scenario,
-            "overrides": dict(overrides or {}), "agents": list(specs),
-            "agent_env_kwargs": {s: kw for s in specs
-                                 if (kw := learned_env_kwargs(s) or play_kwargs(s, env_id))},
-            "seeds": list(seeds), "instance_seeds": list(instance_seeds or [0]),
-            "benchmarks": benchmarks, "reference": reference, "record_steps": record_steps,
-            "settings": [{"name": "", "overrides": dict(overrides or {})}]}
+                 reference: str | None = None, record_steps: bool = False) -> RunSpec:
+    """The run description of a compare (``meta.json``; see :mod:`schedgym.train.sweep`):
+    one setting, named ``""``, with the run's ``overrides``; every agent in its own mode."""
+    return RunSpec(
+        command="compare", env_id=env_id, scenario=scenario, overrides=dict(overrides or {}),
+        agents=tuple(specs),
+        agent_env_kwargs={s: kw for s in specs
+                          if (kw := learned_env_kwargs(s) or play_kwargs(s, env_id))},
+        seeds=tuple(seeds), instance_seeds=tuple(instance_seeds or [0]),
+        benchmarks=benchmarks, reference=reference, record_steps=record_steps,
+        settings=(Setting("", dict(overrides or {})),))
 
 
 def run_compare(
@@ -199,10 +214,10 @@ def run_compare(
     from schedgym.train.sweep import plan
 
     inst = [instance_seed] if isinstance(instance_seed, int) else list(instance_seed)
-    meta = compare_meta(env_id, agent_specs, seeds, scenario, inst, overrides, benchmarks,
-                        record_steps=record_steps)
+    run = compare_spec(env_id, agent_specs, seeds, scenario, inst, overrides, benchmarks,
+                       record_steps=record_steps)
     validate(env_id, scenario, inst[0], dict(overrides or {}), agent_specs,
-             meta["agent_env_kwargs"])
+             run.agent_env_kwargs)
     results: list[EpisodeResult] = []
     bench: dict[tuple[int, int], dict[str, float]] = {}
 
@@ -224,7 +239,7 @@ def run_compare(
             r.extra["steps"] = [{k: float(v[i]) for k, v in cols.items()} for i in range(n)]
         results.append(r)
 
-    run_calls(execute, plan(meta), on_done, workers, ray)
+    run_calls(execute, plan(run), on_done, workers, ray)
     order = {spec: i for i, spec in enumerate(agent_specs)}
     results.sort(key=lambda r: (order[r.agent], r.instance_seed, r.seed))
     return results, bench
@@ -253,22 +268,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", default=None,
                    help="agent the agent/reference ratios are taken to (default: the best "
                    "classical agent)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="parallel worker processes (default: number of CPUs)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
-                   "HOST:PORT joins a cluster started with 'ray start --head'")
+    add_parallel_options(p)
     p.add_argument("--no-benchmarks", action="store_true",
                    help="skip the offline benchmark (hindsight optimum / oracle / OPT)")
-    p.add_argument("--out", default=None,
-                   help="run folder (default results/compare/<env>-<scenario>-<overrides>-"
-                   "<hash>, or the first free <...>-2, -3 when a run is there); a given "
-                   "--out that exists is refused, unless --overwrite")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="finish an interrupted run: only its missing episodes are played")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the run folder if it exists")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_folder_options(p, "results/compare/<env>-<scenario>-<overrides>-<hash>")
     p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
                    help="write compare.png/.svg beside the CSV (default on; --no-plots)")
     p.add_argument("--tensorboard", default=None, metavar="DIR",
@@ -326,10 +329,10 @@ def open_store(args: argparse.Namespace) -> RunStore:
         if args.overwrite:
             raise ValueError("give either --resume or --overwrite, not both")
         store = RunStore.open(args.resume)
-        if args.env_id is not None and args.env_id != store.meta["env_id"]:
+        if args.env_id is not None and args.env_id != store.spec.env_id:
             store.close()
             raise ValueError(f"env_id={args.env_id!r} is invalid with --resume "
-                             f"{args.resume}: that run is of {store.meta['env_id']!r}")
+                             f"{args.resume}: that run is of {store.spec.env_id!r}")
         flags = {"agents": "--agents", "seeds": "--seeds", "episodes": "--episodes",
                  "scenario": "--scenario", "instance_seed": "--instance-seed",
                  "instance_seeds": "--instance-seeds", "overrides": "--set"}
@@ -344,21 +347,21 @@ def open_store(args: argparse.Namespace) -> RunStore:
     specs = split_agents(args.agents)
     overrides = parse_overrides(args.overrides)
     inst = _instance_seeds(args)
-    meta = compare_meta(args.env_id, specs, _seeds(args), args.scenario, inst, overrides,
-                        not args.no_benchmarks, args.reference,
-                        record_steps=args.tensorboard is not None)
+    run = compare_spec(args.env_id, specs, _seeds(args), args.scenario, inst, overrides,
+                       not args.no_benchmarks, args.reference,
+                       record_steps=args.tensorboard is not None)
     if args.out is not None:
         check_out_folder(args.out)  # before the warm-up: a bad --out costs nothing
-    validate(args.env_id, args.scenario, inst[0], overrides, specs, meta["agent_env_kwargs"])
+    validate(args.env_id, args.scenario, inst[0], overrides, specs, run.agent_env_kwargs)
     if args.reference is not None and args.reference not in specs:
         raise ValueError(f"reference={args.reference!r} is invalid: must be one of {specs}")
     if args.out is not None:
         out = check_out_folder(args.out)
     else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
         out = Path("results/compare") / run_folder_name(
-            args.env_id, args.scenario, overrides, {k: v for k, v in meta.items()})
+            args.env_id, args.scenario, overrides, run.to_json())
         out = out if args.overwrite else free_run_folder(check_out_folder(out))
-    return RunStore.create(out, meta, overwrite=args.overwrite)
+    return RunStore.create(out, run, overwrite=args.overwrite)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -367,11 +370,11 @@ def main(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     store = open_store(args)
-    meta = store.meta
+    run = store.spec
     try:
         print(f"run folder: {store.path}")
-        outcome = run_sweep(store, plan(meta), args.workers, args.ray, not args.quiet,
-                            f"{meta['env_id'].split('/')[-1]}: {len(meta['agents'])} agents")
+        outcome = run_sweep(store, plan(run), args.workers, args.ray, not args.quiet,
+                            f"{run.env_id.split('/')[-1]}: {len(run.agents)} agents")
     finally:
         store.close()
     if not outcome.interrupted:
@@ -386,26 +389,25 @@ def _extras(args: argparse.Namespace, store: RunStore) -> None:
     from schedgym.train.report import load
     from schedgym.train.sweep import tuples
 
-    meta = store.meta
+    run = store.spec
     if args.tensorboard is not None:
         results, _ = load(store)
         for r, rec in zip(results, _step_records(store), strict=True):
             r.extra["steps"] = store.steps(rec)
-        for d in write_tensorboard(args.tensorboard, meta["env_id"], results,
-                                   meta["scenario"], meta["instance_seeds"][0],
-                                   tuples(meta["overrides"]), args.log_every):
+        for d in write_tensorboard(args.tensorboard, run.env_id, results, run.scenario,
+                                   run.instance_seeds[0], tuples(run.overrides),
+                                   args.log_every):
             print(f"tensorboard run: {d}")
     if args.record:
-        for spec in meta["agents"]:
-            paths = record_episode(meta["env_id"], spec, meta["seeds"][0],
-                                   store.path / "record", meta["scenario"],
-                                   meta["instance_seeds"][0], tuples(meta["overrides"]),
-                                   args.record_frames, meta["agent_env_kwargs"].get(spec))
+        for spec in run.agents:
+            paths = record_episode(run.env_id, spec, run.seeds[0], store.path / "record",
+                                   run.scenario, run.instance_seeds[0], tuples(run.overrides),
+                                   args.record_frames, run.agent_env_kwargs.get(spec))
             print("wrote " + ", ".join(str(p) for p in paths))
 
 
 def _step_records(store: RunStore) -> list[dict[str, Any]]:
-    order = {a: i for i, a in enumerate(store.meta["agents"])}
+    order = {a: i for i, a in enumerate(store.spec.agents)}
     recs = [r for r in store.records() if r.get("status") == "ok" and r["key"][1] != BENCHMARK]
     return sorted(recs, key=lambda r: (order.get(r["key"][1], len(order)), r["key"][2],
                                        r["key"][3]))

@@ -186,8 +186,8 @@ def curves_from_npz(path: str | Path) -> dict[str, dict[Any, np.ndarray]]:
 
 def save_strip(frames: Sequence[tuple[int, np.ndarray]], path: str | Path, title: str = "",
                gif: bool = True) -> list[Path]:
-    """Save ``[(step, rgb uint8 HxWx3), ...]`` as an image strip ``path`` (PNG) and, if Pillow is
-    available, an animated GIF beside it. Returns the paths written."""
+    """Save ``[(step, rgb uint8 HxWx3), ...]`` as an image strip ``path`` (PNG) and (``gif``) an
+    animated GIF beside it. Returns the paths written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,10 +209,8 @@ def save_strip(frames: Sequence[tuple[int, np.ndarray]], path: str | Path, title
     plt.close(fig)
     written = [path]
     if gif:
-        try:
-            from PIL import Image
-        except ImportError:  # pragma: no cover - Pillow comes with matplotlib
-            return written
+        from PIL import Image  # Pillow: a dependency of matplotlib
+
         imgs = [Image.fromarray(np.asarray(f, dtype=np.uint8)) for _, f in frames]
         g = path.with_suffix(".gif")
         imgs[0].save(g, save_all=True, append_images=imgs[1:], duration=400, loop=0)

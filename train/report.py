@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import shutil
 from collections.abc import Sequence
@@ -33,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from schedgym.train.runner import EpisodeResult
+from schedgym.train.runspec import RunSpec
 from schedgym.train.stats import fmt_ci, mean_ci
-from schedgym.train.store import BENCHMARK, RunStore
+from schedgym.train.store import BENCHMARK, RunStore, write_atomic
 
 #: agents that are an env's online ceiling (the exact per-step optimum)
 CEILING_AGENTS = ("myopic-opt",)
@@ -58,7 +60,7 @@ def load(store: RunStore, setting: str | None = None
         results.append(EpisodeResult(agent, seed, int(rec["steps"]), dict(rec["metrics"]),
                                      store.curve(rec), rec["decision_ms"] / 1e3,
                                      rec["wall_s"], instance_seed=inst))
-    order = {a: i for i, a in enumerate(store.meta["agents"])}
+    order = {a: i for i, a in enumerate(store.spec.agents)}
     results.sort(key=lambda r: (order.get(r.agent, len(order)), r.instance_seed, r.seed))
     return results, bench
 
@@ -257,43 +259,47 @@ def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
 
 
 def write_outputs(out: Path, results: Sequence[EpisodeResult], rows: list[dict[str, Any]],
-                  bench: dict[tuple[int, int], dict[str, float]], meta: dict[str, Any],
+                  bench: dict[tuple[int, int], dict[str, float]], spec: RunSpec,
                   legend: dict[str, Any]) -> list[str]:
-    """``episodes.csv``, ``summary.csv``, ``summary.json``, ``curves.npz`` into ``out``."""
+    """``episodes.csv``, ``summary.csv``, ``summary.json`` (with the run's ``meta.json`` as
+    ``"meta"``), ``curves.npz`` into ``out``, each whole or not at all (a full disk leaves no
+    partial file; ``schedgym report`` writes them again from the store)."""
     metric_names = list(results[0].metrics)
     bench_names = sorted({k for b in bench.values() for k in b})
-    with open(out / "episodes.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["agent", "instance_seed", "seed", "steps", *metric_names, *bench_names,
-                    "decision_ms", "wall_s"])
-        for r in results:
-            b = bench.get((r.instance_seed, r.seed), {})
-            w.writerow([r.agent, r.instance_seed, r.seed, r.steps,
-                        *[r.metrics.get(m, "") for m in metric_names],
-                        *[b.get(n, "") for n in bench_names], 1e3 * r.decision_time,
-                        r.wall_time])
-    with open(out / "summary.csv", "w", newline="") as fh:
-        keys = list(dict.fromkeys(k for row in rows for k in row))
-        dw = csv.DictWriter(fh, fieldnames=keys)
-        dw.writeheader()
-        dw.writerows(rows)
+    episodes = io.StringIO(newline="")
+    w = csv.writer(episodes)
+    w.writerow(["agent", "instance_seed", "seed", "steps", *metric_names, *bench_names,
+                "decision_ms", "wall_s"])
+    for r in results:
+        b = bench.get((r.instance_seed, r.seed), {})
+        w.writerow([r.agent, r.instance_seed, r.seed, r.steps,
+                    *[r.metrics.get(m, "") for m in metric_names],
+                    *[b.get(n, "") for n in bench_names], 1e3 * r.decision_time, r.wall_time])
+    summary = io.StringIO(newline="")
+    dw = csv.DictWriter(summary, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
+    dw.writeheader()
+    dw.writerows(rows)
     bench_json = {f"{i}|{s}": v for (i, s), v in sorted(bench.items())}
-    (out / "summary.json").write_text(json.dumps(
-        {"meta": meta, "legend": legend, "summary": rows, "benchmarks": bench_json},
-        indent=2, default=str))
+    summary_json = json.dumps(
+        {"meta": spec.to_json(), "legend": legend, "summary": rows, "benchmarks": bench_json},
+        indent=2, default=str)
     curves = {f"{r.agent}|{r.instance_seed}|{r.seed}": r.curve for r in results}
-    np.savez_compressed(out / "curves.npz", **curves)  # type: ignore[arg-type]
+    write_atomic(out / "episodes.csv", lambda fh: fh.write(episodes.getvalue().encode()))
+    write_atomic(out / "summary.csv", lambda fh: fh.write(summary.getvalue().encode()))
+    write_atomic(out / "summary.json", lambda fh: fh.write(summary_json.encode()))
+    write_atomic(out / "curves.npz",
+                 lambda fh: np.savez_compressed(fh, **curves))  # type: ignore[arg-type]
     return ["episodes.csv", "summary.csv", "summary.json", "curves.npz"]
 
 
-def compare_title(meta: dict[str, Any]) -> str:
+def compare_title(spec: RunSpec) -> str:
     """``schedgym/GainOverhead-v0, scenario paper-default, instance seeds 0, seeds 0-2, ...``"""
     from schedgym.train.stats import fmt_seeds
 
-    ov = "".join(f", {k}={v}" for k, v in (meta.get("overrides") or {}).items())
-    return (f"{meta['env_id']}, scenario {meta.get('scenario') or 'paper-default'}, "
-            f"instance seeds {fmt_seeds(meta['instance_seeds'])}, seeds "
-            f"{fmt_seeds(meta['seeds'])}{ov}")
+    ov = "".join(f", {k}={v}" for k, v in spec.overrides.items())
+    return (f"{spec.env_id}, scenario {spec.scenario or 'paper-default'}, "
+            f"instance seeds {fmt_seeds(spec.instance_seeds)}, seeds "
+            f"{fmt_seeds(spec.seeds)}{ov}")
 
 
 #: the file that marks a ``report --out`` folder and names the run it reports
@@ -333,20 +339,20 @@ def report_compare(store: RunStore, plots: bool = True, quiet: bool = False,
                    width: int | None = None, out: Path | None = None) -> list[dict[str, Any]]:
     """Rebuild a compare run's table, files and plots from its store into ``out`` (default: the
     run folder); returns the rows."""
-    meta, out = store.meta, out or store.path
+    spec, out = store.spec, out or store.path
     results, bench = load(store)
     if not results:
         print(f"{store.path}: no finished episode yet")
         return []
-    rows, legend = summarise(results, bench, meta.get("reference"))
-    files = write_outputs(out, results, rows, bench, meta, legend)
+    rows, legend = summarise(results, bench, spec.reference)
+    files = write_outputs(out, results, rows, bench, spec, legend)
     if not quiet:
-        print_table(rows, legend, compare_title(meta), f"{out}/summary.csv", width)
+        print_table(rows, legend, compare_title(spec), f"{out}/summary.csv", width)
     if plots:
         from schedgym.train.plots import curves_from_results, plot_curves
 
-        paths = plot_curves(curves_from_results(results), out, compare_title(meta),
-                            reference=meta.get("reference"))
+        paths = plot_curves(curves_from_results(results), out, compare_title(spec),
+                            reference=spec.reference)
         files += [p.name for p in paths]
     if not quiet:
         print(f"wrote {out}/: " + ", ".join(files))
@@ -370,7 +376,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run_dir, lock=False)
     out = None if args.out is None else prepare_out(store.path, args.out)
-    if store.meta.get("command") == "reproduce":
+    if store.spec.is_reproduce:
         from schedgym.train.reproduce import report_reproduce
 
         report_reproduce(store, out=out)

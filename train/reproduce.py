@@ -26,8 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.train.cli_options import check_out_folder, free_run_folder, parse_overrides
+from schedgym.train.cli_options import (
+    add_parallel_options,
+    add_run_folder_options,
+    add_set_option,
+    check_out_folder,
+    free_run_folder,
+    parse_overrides,
+)
 from schedgym.train.runner import EpisodeResult
+from schedgym.train.runspec import RunSpec, Setting
 from schedgym.train.stats import fmt_ci, fmt_seeds, mean_ci, parse_seeds
 from schedgym.train.store import RunStore, run_folder_name
 
@@ -192,12 +200,12 @@ def _improvements(results: list[EpisodeResult], ref: str, agent: str, metric: st
     return out
 
 
-def settings(cfg: dict[str, Any], overrides: dict[str, Any]) -> list[dict[str, Any]]:
-    """One setting per swept value: ``{"name", "sweep", "parameter", "value", "index",
-    "overrides"}``. A sweep's ``overrides`` apply to its settings only (after the experiment's,
-    before the command line's; the swept value always wins); a value that is a mapping sets
-    several parameters at once (e.g. ``{n_types: 4, n_instances: 20}``); ``label`` names the
-    sweep in the report (default: the parameter)."""
+def settings(cfg: dict[str, Any], overrides: dict[str, Any]) -> list[Setting]:
+    """One :class:`~schedgym.train.runspec.Setting` per swept value (``sweep`` its label,
+    ``parameter``, ``value``, ``index``, ``overrides``). A sweep's ``overrides`` apply to its
+    settings only (after the experiment's, before the command line's; the swept value always
+    wins); a value that is a mapping sets several parameters at once (e.g. ``{n_types: 4,
+    n_instances: 20}``); ``label`` names the sweep in the report (default: the parameter)."""
     out = []
     for sw in cfg.get("sweeps") or [{"parameter": None, "values": [None]}]:
         param = sw["parameter"]
@@ -209,8 +217,7 @@ def settings(cfg: dict[str, Any], overrides: dict[str, Any]) -> list[dict[str, A
             elif param is not None:
                 ov[param] = tuple(val) if isinstance(val, list) else val
             name = f"{label}={val}" if param is not None else "-"
-            out.append({"name": name, "sweep": label or "-", "parameter": param or "-",
-                        "value": val, "index": i, "overrides": ov})
+            out.append(Setting(name, ov, label or "-", param or "-", val, i))
     return out
 
 
@@ -226,15 +233,14 @@ def swept_keys(cfg: dict[str, Any]) -> set[str]:
     return keys
 
 
-def experiment_meta(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
-                    instance_seeds: list[int] | None = None, command: str = ""
-                    ) -> dict[str, Any]:
+def experiment_spec(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
+                    instance_seeds: list[int] | None = None, command: str = "") -> RunSpec:
     """The run description (``meta.json``) of an experiment."""
-    return {"command": "reproduce", "experiment": cfg, "cmdline": command,
-            "env_id": cfg["env_id"], "scenario": cfg["scenario"], "agents": list(cfg["agents"]),
-            "seeds": list(seeds), "instance_seeds": list(instance_seeds or [0]),
-            "overrides": dict(overrides), "benchmarks": bool(cfg.get("benchmarks", False)),
-            "settings": settings(cfg, overrides)}
+    return RunSpec(command="reproduce", experiment=cfg, cmdline=command, env_id=cfg["env_id"],
+                   scenario=cfg["scenario"], agents=tuple(cfg["agents"]), seeds=tuple(seeds),
+                   instance_seeds=tuple(instance_seeds or [0]), overrides=dict(overrides),
+                   benchmarks=bool(cfg.get("benchmarks", False)),
+                   settings=tuple(settings(cfg, overrides)))
 
 
 def validate_experiment(cfg: dict[str, Any], overrides: dict[str, Any],
@@ -252,7 +258,7 @@ def validate_experiment(cfg: dict[str, Any], overrides: dict[str, Any],
             warm_up(base, build_agent(spec, base))
     base.close()
     for st in settings(cfg, overrides):
-        make_env(cfg["env_id"], cfg["scenario"], instance_seed, st["overrides"]).close()
+        make_env(cfg["env_id"], cfg["scenario"], instance_seed, st.overrides).close()
 
 
 def run_experiment(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, Any],
@@ -267,15 +273,15 @@ def run_experiment(cfg: dict[str, Any], seeds: list[int], overrides: dict[str, A
 
     if store is None:
         with tempfile.TemporaryDirectory() as tmp:
-            store = RunStore.create(Path(tmp) / "run", experiment_meta(
+            store = RunStore.create(Path(tmp) / "run", experiment_spec(
                 cfg, seeds, overrides, instance_seeds))
-            out = run_sweep(store, plan(store.meta), workers, None, show_progress)
+            out = run_sweep(store, plan(store.spec), workers, None, show_progress)
             store.close()
             if out.failed:
                 raise RuntimeError(f"{len(out.failed)} episodes failed, e.g. "
                                    f"{out.failed[0]['key']}: {out.failed[0]['error']}")
             return experiment_rows(store)
-    run_sweep(store, plan(store.meta), workers, ray, show_progress, cfg["name"])
+    run_sweep(store, plan(store.spec), workers, ray, show_progress, cfg["name"])
     return experiment_rows(store)
 
 
@@ -284,22 +290,22 @@ def experiment_rows(store: RunStore
     """Rows of the report (one per setting and agent) rebuilt from the store."""
     from schedgym.train.report import load
 
-    cfg = store.meta["experiment"]
+    cfg = store.spec.experiment
     ref, metric = cfg["reference"], cfg["metric"]
     rows: list[dict[str, Any]] = []
     runs: dict[str, list[EpisodeResult]] = {}
     sweeps = {sw.get("label", sw["parameter"]): sw for sw in cfg.get("sweeps") or []}
-    for st in store.meta["settings"]:
-        results, bench = load(store, st["name"])
+    for st in store.spec.settings:
+        results, bench = load(store, st.name)
         add_gaps(results, bench, metric)
-        runs[st["name"]] = results
-        sw = sweeps.get(st["sweep"], {})
-        paper = {a: v[st["index"]] for a, v in (sw.get("paper") or {}).items()}
+        runs[st.name] = results
+        sw = sweeps.get(st.sweep, {})
+        paper = {a: v[st.index] for a, v in (sw.get("paper") or {}).items()}
         for agent in cfg["agents"]:
             mine = [r for r in results if r.agent == agent]
             if not mine:
                 continue
-            row = {"sweep": st["sweep"], "parameter": st["parameter"], "value": st["value"],
+            row = {"sweep": st.sweep, "parameter": st.parameter, "value": st.value,
                    "agent": agent, "episodes": len(mine)}
             row.update(_spread([(r.instance_seed, metric_value(r, metric)) for r in mine],
                                metric))
@@ -310,7 +316,7 @@ def experiment_rows(store: RunStore
             row["ms_per_decision"] = 1e3 * float(np.mean([r.decision_time for r in mine]))
             if agent != ref and agent in paper and ref in paper and paper[agent] > 0:
                 row["paper_ref_improvement_pct"] = (paper[ref] / paper[agent] - 1) * 100
-            if st["parameter"] == "-" and agent in (cfg.get("paper_improvement_pct") or {}):
+            if st.parameter == "-" and agent in (cfg.get("paper_improvement_pct") or {}):
                 row["paper_ref_improvement_pct"] = cfg["paper_improvement_pct"][agent]
             rows.append(row)
     return rows, runs
@@ -473,20 +479,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default=None, help="override the experiment's seeds, e.g. 0-1")
     p.add_argument("--instance-seeds", default=None,
                    help="override the experiment's instance seeds, e.g. 0-9")
-    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   help="override a scenario parameter in every setting (e.g. horizon=500); "
+    add_set_option(p, "override a scenario parameter in every setting (e.g. horizon=500); "
                    "a parameter the experiment sweeps cannot be set")
-    p.add_argument("--workers", type=int, default=None, help="parallel worker processes")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run the episodes as Ray tasks: alone, a local Ray; 'auto' or "
-                   "HOST:PORT joins a cluster started with 'ray start --head'")
-    p.add_argument("--out", default=None, help="run folder (default results/reproduce/NAME-"
-                   "<overrides>-<hash>, or the first free <...>-2, -3 when a run is there); a "
-                   "given --out that exists is refused, unless --overwrite")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="finish an interrupted run: only its missing episodes are played")
-    p.add_argument("--overwrite", action="store_true", help="replace the run folder if it exists")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_parallel_options(p)
+    add_run_folder_options(p, "results/reproduce/NAME-<overrides>-<hash>")
     p.set_defaults(func=main)
 
 
@@ -507,27 +503,27 @@ def _new_store(args: argparse.Namespace) -> RunStore:
                    + ([f"--seeds {args.seeds}"] if args.seeds else [])
                    + ([f"--instance-seeds {args.instance_seeds}"] if args.instance_seeds else [])
                    + [f"--set {o}" for o in args.overrides or []])
-    meta = experiment_meta(cfg, seeds, overrides, inst, cmd)
+    spec = experiment_spec(cfg, seeds, overrides, inst, cmd)
     if args.out is not None:
         out = check_out_folder(args.out)
     else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
         out = Path("results/reproduce") / run_folder_name(
-            cfg["name"], None, overrides, meta).replace("-paper-default", "", 1)
+            cfg["name"], None, overrides, spec.to_json()).replace("-paper-default", "", 1)
         out = out if args.overwrite else free_run_folder(check_out_folder(out))
-    return RunStore.create(out, meta, overwrite=args.overwrite)
+    return RunStore.create(out, spec, overwrite=args.overwrite)
 
 
 def report_reproduce(store: RunStore, quiet: bool = False, out: Path | None = None
                      ) -> list[dict[str, Any]]:
     """Rebuild ``rows.csv``, ``report.md`` and ``plot.png`` of a reproduce run from its store,
     into ``out`` (default: the run folder)."""
-    meta, out = store.meta, out or store.path
+    spec, out = store.spec, out or store.path
     rows, runs = experiment_rows(store)
     if not rows:
         print(f"{store.path}: no finished episode yet")
         return rows
-    write_report(meta["experiment"], rows, runs, out, meta["seeds"],
-                 meta.get("cmdline", ""), meta["instance_seeds"])
+    write_report(spec.experiment, rows, runs, out, list(spec.seeds), spec.cmdline,
+                 list(spec.instance_seeds))
     if not quiet:
         print((out / "report.md").read_text())
         print(f"wrote {out}/rows.csv, report.md, plot.png")
@@ -551,8 +547,8 @@ def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         print(f"run folder: {store.path}")
-        outcome = run_sweep(store, plan(store.meta), args.workers, args.ray, not args.quiet,
-                            store.meta["experiment"]["name"])
+        outcome = run_sweep(store, plan(store.spec), args.workers, args.ray, not args.quiet,
+                            store.spec.experiment["name"])
     finally:
         store.close()
     if not outcome.interrupted:

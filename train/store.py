@@ -3,7 +3,8 @@
 A run folder holds
 
 - ``meta.json``: everything needed to re-run or resume the run (command, env id, scenario,
-  overrides, agents, seeds, instance seeds, settings), written once when the folder is created;
+  overrides, agents, seeds, instance seeds, settings: a
+  :class:`~schedgym.train.runspec.RunSpec`), written once when the folder is created;
 - ``episodes.jsonl``: one JSON record per finished task, appended (and flushed to disk) the
   moment the task ends. A record's ``key`` is ``[setting, agent, instance_seed, seed]``
   (``agent`` is ``"@benchmark"`` for the offline benchmark of an episode); ``status`` is
@@ -46,6 +47,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+from schedgym.train.runspec import RunSpec, RunSpecError
 
 try:
     import fcntl
@@ -111,16 +114,17 @@ class RunStore:
     as records of this run when it was opened."""
 
     path: Path
-    meta: dict[str, Any]
+    spec: RunSpec
     _records: dict[Key, dict[str, Any]] = field(default_factory=dict)
     _lock_fd: int | None = None
     ignored: list[tuple[int, str]] = field(default_factory=list)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | Path, meta: dict[str, Any], overwrite: bool = False
+    def create(cls, path: str | Path, spec: RunSpec, overwrite: bool = False
                ) -> RunStore:
-        """Create the run folder ``path`` (its parents too) and write ``meta.json``.
+        """Create the run folder ``path`` (its parents too) and write ``spec`` to
+        ``meta.json``.
 
         Raises ``ValueError`` (one line) if ``path`` exists (unless ``overwrite``: then it is
         emptied, refused while another live process holds it) or is not writable."""
@@ -152,11 +156,11 @@ class RunStore:
         except OSError as exc:
             raise ValueError(f"out={str(path)!r} is not writable: {exc.strerror or exc}"
                              ) from None
-        store = cls(path, dict(meta))
+        store = cls(path, spec)
         try:
             store._lock()
             (path / "curves").mkdir()
-            _write_json(path / META, store.meta)
+            _write_json(path / META, spec.to_json())
             (path / RECORDS).touch()
         except OSError as exc:
             store.close()
@@ -175,7 +179,7 @@ class RunStore:
         if not (path / META).is_file():
             raise ValueError(f"run={str(path)!r} is invalid: not a schedgym run folder (no "
                              f"{META} in it)")
-        store = cls(path, read_meta(path))
+        store = cls(path, read_spec(path))
         if lock:
             store._lock()
             try:
@@ -198,7 +202,7 @@ class RunStore:
         except OSError as exc:
             raise ValueError(f"run={str(self.path)!r} is invalid: cannot read "
                              f"{self.path / RECORDS} ({exc.strerror or exc})") from None
-        good, self.ignored = check_records(self.path, self.meta, scan.records)
+        good, self.ignored = check_records(self.path, self.spec, scan.records)
         self.ignored = sorted(self.ignored + scan.bad)
         self._records = dict(good)
         if self.ignored:
@@ -263,20 +267,20 @@ class RunStore:
         try:
             if curve is not None:
                 arr = np.asarray(curve, dtype=np.float64)
-                _write_atomic(self.path / "curves" / f"{eid}.npy",
+                write_atomic(self.path / "curves" / f"{eid}.npy",
                               lambda fh: np.save(fh, arr))
                 record["curve"] = f"curves/{eid}.npy"
             if steps is not None:
                 what = "the per-step scalars"
                 (self.path / "steps").mkdir(exist_ok=True)
-                _write_atomic(self.path / "steps" / f"{eid}.npz",
+                write_atomic(self.path / "steps" / f"{eid}.npz",
                               lambda fh: np.savez_compressed(fh, **steps))  # type: ignore
                 record["steps_file"] = f"steps/{eid}.npz"
             what = "the record"
             line = json.dumps(record, default=_plain_json, allow_nan=True) + "\n"
             _append_line(self.path / RECORDS, line.encode())
         except OSError as exc:
-            cmd = self.meta.get("command") or "compare"
+            cmd = self.spec.command
             raise StoreWriteError(
                 f"cannot write {what} of {'/'.join(map(str, key))} into the run folder "
                 f"{self.path}: {exc.strerror or exc}; every episode finished before is kept in "
@@ -307,14 +311,10 @@ class RunStore:
 
 
 # -- meta.json -------------------------------------------------------------------------------
-#: keys every ``meta.json`` has, with the type of the value (lists: of the element type)
-_META_KEYS: dict[str, Any] = {"command": str, "env_id": str, "agents": [str], "seeds": [int],
-                              "instance_seeds": [int], "settings": [dict]}
-
-
-def read_meta(path: str | Path) -> dict[str, Any]:
-    """The ``meta.json`` of run folder ``path``, checked; ``ValueError`` (one line naming the
-    file and what is wrong) if it is unreadable, not JSON or not a run description."""
+def read_spec(path: str | Path) -> RunSpec:
+    """The :class:`~schedgym.train.runspec.RunSpec` of run folder ``path``'s ``meta.json``;
+    ``ValueError`` (one line naming the file and what is wrong) if it is unreadable, not JSON or
+    not a run description."""
     file = Path(path) / META
     try:
         meta = json.loads(file.read_bytes().decode())
@@ -324,45 +324,16 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
         raise ValueError(f"run={str(path)!r} is invalid: {file} is damaged (not JSON: "
                          f"{str(exc).splitlines()[0]})") from None
-    why = meta_problem(meta)
-    if why is not None:
-        raise ValueError(f"run={str(path)!r} is invalid: {file} is damaged ({why}); it "
-                         "describes the run, which cannot be reported or resumed without it")
-    return meta
+    try:
+        return RunSpec.from_json(meta)
+    except RunSpecError as exc:
+        raise ValueError(f"run={str(path)!r} is invalid: {file} is damaged ({exc}); it "
+                         "describes the run, which cannot be reported or resumed without it"
+                         ) from None
 
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
-
-
-def meta_problem(meta: Any) -> str | None:
-    """Why ``meta`` is not a run description (``None`` if it is one)."""
-    if not isinstance(meta, dict):
-        return f"a JSON {type(meta).__name__}, not an object"
-    missing = [k for k in _META_KEYS if k not in meta]
-    if missing:
-        return "no " + ", ".join(repr(k) for k in missing)
-    for k, typ in _META_KEYS.items():
-        v = meta[k]
-        if isinstance(typ, list):
-            elem = typ[0]
-            if not isinstance(v, list) or not all(
-                    _is_int(x) if elem is int else isinstance(x, elem) for x in v):
-                return f"{k!r} is not a list of {typ[0].__name__}"
-        elif not isinstance(v, typ):
-            return f"{k!r} is not a {typ.__name__}"
-    for st in meta["settings"]:
-        if not isinstance(st.get("name"), str) or not isinstance(st.get("overrides") or {},
-                                                                 dict):
-            return "a setting without a name or with overrides that are not an object"
-    if meta.get("scenario") is not None and not isinstance(meta["scenario"], str):
-        return "'scenario' is not a string"
-    for k in ("agent_env_kwargs", "overrides"):
-        if not isinstance(meta.get(k) or {}, dict):
-            return f"{k!r} is not an object"
-    if meta["command"] == "reproduce" and not isinstance(meta.get("experiment"), dict):
-        return "a reproduce run without its 'experiment'"
-    return None
 
 
 # -- episodes.jsonl --------------------------------------------------------------------------
@@ -443,15 +414,15 @@ def _norm(obj: Any) -> Any:
     return json.loads(json.dumps(obj, sort_keys=True, default=_plain_json))
 
 
-def check_records(path: Path, meta: dict[str, Any],
+def check_records(path: Path, spec: RunSpec,
                   records: list[tuple[int, Key, dict[str, Any]]]
                   ) -> tuple[list[tuple[Key, dict[str, Any]]], list[tuple[int, str]]]:
-    """Split well-formed records into those of this run (a task of ``meta``'s plan, with that
+    """Split well-formed records into those of this run (a task of ``spec``'s plan, with that
     task's env configuration and, if ``ok``, its curve file) and the others ``(line, why)``."""
     from schedgym.train.backend import task_config
     from schedgym.train.sweep import plan
 
-    expected = {t.key: _norm(task_config(t)) for t in plan(meta)}
+    expected = {t.key: _norm(task_config(t)) for t in plan(spec)}
     good, bad = [], []
     for n, key, rec in records:
         want = expected.get(key)
@@ -545,7 +516,7 @@ def _read_pid(fd: int) -> int:
         return 0
 
 
-def _write_atomic(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
+def write_atomic(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Write ``path`` whole or not at all: into a temporary file beside it, flushed to disk,
     then renamed over it (the temporary file is removed if anything fails)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -584,7 +555,7 @@ def _append_line(path: Path, data: bytes) -> None:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    _write_atomic(path, lambda fh: fh.write(
+    write_atomic(path, lambda fh: fh.write(
         json.dumps(obj, indent=2, default=_plain_json).encode()))
 
 

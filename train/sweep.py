@@ -1,8 +1,9 @@
 """The sweep engine shared by ``schedgym compare`` and ``schedgym reproduce``.
 
-A run is described by its ``meta`` (written to the run folder's ``meta.json``): the env, the
-agents, the episode seeds, the instance seeds and a list of *settings* (one for ``compare``; one
-per swept value for ``reproduce``), each with its env overrides. :func:`plan` turns it into
+A run is described by its :class:`~schedgym.train.runspec.RunSpec` (written to the run
+folder's ``meta.json``): the env, the agents, the episode seeds, the instance seeds and a list
+of *settings* (one for ``compare``; one per swept value for ``reproduce``), each with its env
+overrides. :func:`plan` turns it into
 :class:`~schedgym.train.backend.EpisodeTask` s, :func:`run_sweep` runs the ones not yet in the
 store (so ``--resume`` runs only what is missing) and appends each outcome to the store the
 moment it ends. Ctrl-C stops the workers, keeps every finished episode and reports how to
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schedgym.train.backend import EpisodeTask, error_outcome, execute, run_calls
+from schedgym.train.runspec import RunSpec
 from schedgym.train.store import BENCHMARK, RunStore
 
 #: exit status of an interrupted run (the shell's convention for SIGINT)
@@ -45,23 +47,22 @@ def tuples(obj: Any) -> Any:
     return obj
 
 
-def plan(meta: dict[str, Any]) -> list[EpisodeTask]:
+def plan(spec: RunSpec) -> list[EpisodeTask]:
     """Every task of a run, in a stable order: setting, instance seed, seed, agent (the offline
-    benchmark of an episode last, if ``meta["benchmarks"]``)."""
+    benchmark of an episode last, if ``spec.benchmarks``)."""
     tasks = []
-    play = meta.get("agent_env_kwargs") or {}
-    for setting in meta["settings"]:
-        ov = tuples(setting.get("overrides") or {})
-        for inst in meta["instance_seeds"]:
-            for seed in meta["seeds"]:
-                for agent in meta["agents"]:
-                    tasks.append(EpisodeTask(setting["name"], agent, int(inst), int(seed),
-                                             meta["env_id"], meta.get("scenario"), ov,
-                                             tuples(play.get(agent) or {}),
-                                             bool(meta.get("record_steps"))))
-                if meta.get("benchmarks"):
-                    tasks.append(EpisodeTask(setting["name"], BENCHMARK, int(inst), int(seed),
-                                             meta["env_id"], meta.get("scenario"), ov))
+    for setting in spec.settings:
+        ov = tuples(setting.overrides)
+        for inst in spec.instance_seeds:
+            for seed in spec.seeds:
+                for agent in spec.agents:
+                    tasks.append(EpisodeTask(setting.name, agent, inst, seed, spec.env_id,
+                                             spec.scenario, ov,
+                                             tuples(spec.agent_env_kwargs.get(agent) or {}),
+                                             spec.record_steps))
+                if spec.benchmarks:
+                    tasks.append(EpisodeTask(setting.name, BENCHMARK, inst, seed, spec.env_id,
+                                             spec.scenario, ov))
     return tasks
 
 
@@ -97,7 +98,7 @@ def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = N
 def finish_message(command: str, store: RunStore, out: SweepOutcome) -> int:
     """Print the end-of-run summary to stderr (interrupt: the resume command; failures: one
     line each); returns the exit status (0, :data:`EXIT_FAILED`, :data:`EXIT_INTERRUPTED`)."""
-    total = len(plan(store.meta))
+    total = len(plan(store.spec))
     have = len(store.done())
     if out.interrupted:
         print(f"\ninterrupted: {have} of {total} tasks finished and kept in {store.path}\n"

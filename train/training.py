@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import shutil
 import sys
@@ -644,7 +643,7 @@ def play_beside(cfg: TrainConfig, env_kw: dict[str, Any], span: int | None = Non
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``schedgym train`` and its options."""
-    from schedgym.train.cli_options import add_env_options
+    from schedgym.train.cli_options import add_env_options, add_parallel_options
 
     p = sub.add_parser(
         "train",
@@ -664,11 +663,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--seeds", default=None, metavar="SEEDS",
                    help="train one run per seed, e.g. 0-4 (runs NAME_s<seed>, in parallel)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="with --seeds: run the seeds as Ray tasks (no ADDRESS: a local Ray; "
-                   "'auto' or host:port: a cluster)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="with --seeds: parallel worker processes (default: number of CPUs)")
+    add_parallel_options(p, "the seeds", condition="with --seeds: ")
     p.add_argument("--n-envs", type=int, default=None, help="parallel envs (default: config)")
     p.add_argument("--instance-seeds", default=None, metavar="SEEDS",
                    help="train on these instances, cycled over episodes, e.g. 0-99 "
@@ -746,7 +741,7 @@ def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
     parts: list[str] = []
     if cfg.scenario is not None:
         parts += ["--scenario", cfg.scenario]
-    if cfg.instance_seeds and compare and _compare_accepts("--instance-seeds"):
+    if cfg.instance_seeds and compare:
         parts += ["--instance-seeds", ",".join(map(str, cfg.evaluation_instances()))]
     elif cfg.instance_seeds and not compare:
         parts += ["--instance-seeds", ",".join(map(str, cfg.instance_seeds))]
@@ -757,17 +752,6 @@ def _env_flags(cfg: TrainConfig, compare: bool) -> list[str]:
             text = ":".join(map(str, val)) if isinstance(val, tuple) else str(val)
             parts += ["--set", f"{key}={text}"]
     return parts
-
-
-def _compare_accepts(flag: str) -> bool:
-    """True if ``schedgym compare`` has the option ``flag``."""
-    from schedgym.train.cli import build_parser
-
-    for action in build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            compare = action.choices.get("compare")
-            return compare is not None and flag in compare._option_string_actions
-    return False
 
 
 def next_command(cfg: TrainConfig, model_path: Path) -> str:
@@ -803,18 +787,11 @@ def _train_seeds(cfg: TrainConfig, seeds: list[int], ray: str | None,
                  workers: int | None) -> list[Path]:
     """Stage of ``--seeds``: one :func:`run_one_seed` per seed through
     ``schedgym.train.multiseed`` (local process pool, or Ray tasks with ``ray``)."""
+    from schedgym.train import multiseed
+
     configs = [dataclasses.replace(cfg, seed=s, progress=False,
                                    name=f"{cfg.name}_s{s}" if cfg.name else None)
                for s in seeds]
-    try:
-        multiseed: Any = importlib.import_module("schedgym.train.multiseed")
-    except ModuleNotFoundError as exc:
-        if exc.name != "schedgym.train.multiseed":
-            raise
-        if ray is not None:
-            raise ValueError("--ray is invalid here: this installation has no multi-seed "
-                             "backend (schedgym.train.multiseed)") from None
-        return [run_one_seed(c) for c in configs]  # sequential fallback
     return list(multiseed.train_seeds(configs, ray=ray, workers=workers))
 
 

@@ -16,7 +16,7 @@ from schedgym.envs.fluctuating_speed import ENV_ID as FS
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.envs.gain_overhead import dynamics as go_dynamics
 from schedgym.train.cli import env_summary
-from schedgym.train.compare import compare_meta, run_compare
+from schedgym.train.compare import compare_spec, run_compare
 
 GO_SMALL = {"n_types": 4, "n_instances": 6, "n_resources": 3, "horizon": 12, "utility": "mixed"}
 DW_SMALL = {"n_instances": 3, "horizon": 6, "n_jobs": 8, "arrival_rate": 2.0}
@@ -109,8 +109,8 @@ def test_listed_and_played_by_compare_in_its_own_mode():
             "action_mode": MODE[env_id]}
         assert registry.play_kwargs("drf", env_id) == {}
     assert "fixed-price" not in env_summary(FS)["agents"]
-    meta = compare_meta(GO, ["drf", "fixed-price"], [0])
-    assert meta["agent_env_kwargs"] == {"fixed-price": {"action_mode": "prices"}}
+    spec = compare_spec(GO, ["drf", "fixed-price"], [0])
+    assert spec.agent_env_kwargs == {"fixed-price": {"action_mode": "prices"}}
     results, _ = run_compare(GO, ["drf", "fixed-price"], [0, 1], overrides=GO_SMALL,
                              workers=1, benchmarks=False, show_progress=False)
     ref = gym.make(GO, action_mode="prices", **GO_SMALL)

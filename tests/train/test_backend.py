@@ -10,6 +10,7 @@ import pytest
 
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train.backend import EpisodeTask, execute, run_calls
+from schedgym.train.runspec import RunSpec
 from schedgym.train.store import RunStore
 from schedgym.train.sweep import plan, run_sweep
 
@@ -27,9 +28,10 @@ def local_ray():
 
 
 def _meta():
-    return {"command": "compare", "env_id": GO, "scenario": None, "overrides": SMALL,
-            "agents": ["drf", "ogasched", "random"], "seeds": [0, 1], "instance_seeds": [0, 5],
-            "benchmarks": True, "settings": [{"name": "", "overrides": SMALL}]}
+    return RunSpec.from_json({
+        "command": "compare", "env_id": GO, "scenario": None, "overrides": SMALL,
+        "agents": ["drf", "ogasched", "random"], "seeds": [0, 1], "instance_seeds": [0, 5],
+        "benchmarks": True, "settings": [{"name": "", "overrides": SMALL}]})
 
 
 def _records(store: RunStore) -> dict:
@@ -42,9 +44,9 @@ def _records(store: RunStore) -> dict:
 
 def test_local_ray_gives_the_same_records_as_the_process_pool(tmp_path, local_ray):
     pool = RunStore.create(tmp_path / "pool", _meta())
-    assert not run_sweep(pool, plan(pool.meta), workers=2, show_progress=False).failed
+    assert not run_sweep(pool, plan(pool.spec), workers=2, show_progress=False).failed
     viaray = RunStore.create(tmp_path / "ray", _meta())
-    assert not run_sweep(viaray, plan(viaray.meta), ray="", show_progress=False).failed
+    assert not run_sweep(viaray, plan(viaray.spec), ray="", show_progress=False).failed
     a, b = _records(pool), _records(viaray)
     assert set(a) == set(b) and len(a) == 3 * 2 * 2 + 2 * 2
     for key, (rec, curve) in a.items():

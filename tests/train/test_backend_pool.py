@@ -14,9 +14,10 @@ from pathlib import Path
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train import sweep
 from schedgym.train.backend import EpisodeTask, WorkerDiedError, execute, run_calls
+from schedgym.train.runspec import RunSpec
 from schedgym.train.store import RunStore
 
-from .test_store import _meta
+from .test_store import _meta_json
 
 SMALL = {"n_types": 3, "n_instances": 3, "horizon": 12}
 HELPER = str(Path(__file__).with_name("sweep_cli.py"))
@@ -70,8 +71,9 @@ def _execute_killing_drf_seed_1(task: EpisodeTask) -> dict:
 
 def test_a_sweep_records_the_killed_workers_episode_and_finishes_the_others(
         tmp_path, monkeypatch):
-    meta = dict(_meta(), agents=["drf", "random"], seeds=[0, 1, 2], overrides=SMALL,
-                settings=[{"name": "", "overrides": SMALL}])
+    meta = RunSpec.from_json(dict(
+        _meta_json(), agents=["drf", "random"], seeds=[0, 1, 2], overrides=SMALL,
+        settings=[{"name": "", "overrides": SMALL}]))
     store = RunStore.create(tmp_path / "run", meta)
     monkeypatch.setattr(sweep, "execute", _execute_killing_drf_seed_1)
     out = sweep.run_sweep(store, sweep.plan(meta), workers=2, show_progress=False)

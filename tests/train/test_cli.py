@@ -246,3 +246,53 @@ def test_seed_lists_are_parsed_and_bounded():
             parse_seeds(bad)
     with pytest.raises(ValueError, match=f"more than {MAX_SEEDS:,} seeds"):
         parse_seeds("0-99999999999")  # refused before a list of 10^11 seeds is built
+
+
+# ------------------------------------------------------------ shared options (issue 25)
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
+def _shape(action: argparse.Action) -> tuple:
+    return (type(action), action.dest, action.nargs, action.const, action.default, action.type,
+            action.metavar)
+
+
+@pytest.mark.parametrize("flags, names", [
+    (("--workers", "--ray"), ("compare", "reproduce", "train")),
+    (("--out", "--resume", "--overwrite", "--quiet"), ("compare", "reproduce")),
+    (("--set",), ("compare", "reproduce", "train"))])
+def test_repeated_options_are_one_definition(flags, names):
+    """An option several subcommands take parses the same way in each (one definition in
+    cli_options, not a copy per subcommand that can drift)."""
+    subs = _subparsers(build_parser())
+    for flag in flags:
+        shapes = {name: _shape(subs[name]._option_string_actions[flag]) for name in names}
+        assert len(set(shapes.values())) == 1, (flag, shapes)
+    for name in ("compare", "reproduce", "train"):  # the same words, too
+        assert "(default: number of CPUs)" in subs[name]._option_string_actions["--workers"].help
+
+
+@pytest.mark.parametrize("argv, workers, ray", [
+    ([], None, None), (["--workers", "3", "--ray"], 3, ""), (["--ray", "auto"], None, "auto"),
+    (["--ray", "10.0.0.1:6379", "--workers", "2"], 2, "10.0.0.1:6379")])
+def test_workers_and_ray_parse_alike_everywhere(argv, workers, ray):
+    parser = build_parser()
+    heads = {"compare": ["compare", GO], "reproduce": ["reproduce", "x"],
+             "train": ["train", "ppo", GO]}
+    for head in heads.values():
+        args = parser.parse_args([*head, *argv])
+        assert (args.workers, args.ray) == (workers, ray), head
+
+
+def test_ray_not_installed_is_one_line(monkeypatch, capsys, tmp_path):
+    """Ray is an optional extra: without it, ``--ray`` is one line saying how to get it."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if absent
+    assert main(["train", "ppo", GO, "--seeds", "0-1", "--ray", "--out", str(tmp_path)]) == 2
+    line = _error_line(capsys)
+    assert "--ray is invalid here: Ray is not installed" in line
+    assert "schedgym[ray]" in line
+    assert not any(tmp_path.iterdir())  # nothing started

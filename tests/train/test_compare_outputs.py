@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import numpy as np
 import pytest
 
@@ -222,7 +225,7 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
     world (scenario, overrides, seeds) stays the run's."""
     import json
 
-    from schedgym.train.compare import compare_meta, learned_env_kwargs
+    from schedgym.train.compare import compare_spec, learned_env_kwargs
     from schedgym.train.sweep import plan
 
     model = tmp_path / "run" / "model.zip"
@@ -233,7 +236,7 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
     spec = f"ppo:{model}"
     assert learned_env_kwargs(spec) == {"action_mode": "fractions", "instance_features": True}
     assert learned_env_kwargs("drf") == {}
-    meta = compare_meta("schedgym/GainOverhead-v0", ["drf", spec], [0, 1],
+    meta = compare_spec("schedgym/GainOverhead-v0", ["drf", spec], [0, 1],
                         overrides={"horizon": 12})
     tasks = {(t.agent, t.seed): t for t in plan(meta)}
     assert tasks[(spec, 1)].env_kwargs == {"action_mode": "fractions",
@@ -339,18 +342,30 @@ def test_a_compile_in_the_first_decision_stays_out_of_decision_time():
     assert res.wall_time >= 0.3
 
 
-def test_compile_notice_is_said_on_stderr_only_when_the_warm_up_is_slow(capsys):
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_compile_notice_is_said_on_a_terminal_only_when_the_warm_up_is_slow(monkeypatch, capsys):
     import time
 
     from schedgym.train.compare import compile_notice
 
+    with compile_notice(after_s=0.05):  # captured stderr (not a terminal): never said
+        time.sleep(0.3)
+    assert capsys.readouterr().err == ""
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
     with compile_notice(after_s=0.05):
         time.sleep(0.3)
-    err = capsys.readouterr().err
-    assert "the first use compiles the kernels" in err and "ready after" in err
+    said = term.getvalue()
+    assert "the first use compiles the kernels" in said and "ready after" in said
+    term.seek(0)
+    term.truncate()
     with compile_notice(after_s=5.0):
         pass
-    assert capsys.readouterr().err == ""
+    assert term.getvalue() == ""
 
 
 def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):

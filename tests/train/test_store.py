@@ -13,6 +13,7 @@ import pytest
 
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train import backend
+from schedgym.train.runspec import RunSpec
 from schedgym.train.store import RECORDS, RunStore, read_records, run_folder_name
 
 from .sweep_cli import main as cli
@@ -21,9 +22,14 @@ SMALL = ["--set", "n_types=3", "--set", "n_instances=3", "--set", "horizon=12"]
 HELPER = str(Path(__file__).with_name("sweep_cli.py"))
 
 
-def _meta():
+def _meta_json():
+    """The smallest ``meta.json`` a run folder may have (its required keys only)."""
     return {"command": "compare", "env_id": GO, "agents": ["a"], "seeds": [0, 1, 2],
             "instance_seeds": [0], "settings": [{"name": "", "overrides": {}}]}
+
+
+def _meta():
+    return RunSpec.from_json(_meta_json())
 
 
 def _rec(seed, status="ok", reward=1.0, agent="a"):

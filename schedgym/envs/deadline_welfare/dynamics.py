@@ -348,6 +348,24 @@ def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.n
 
 
 @numba.njit(cache=True)
+def episode_check(code: int, delta: float, arrival: np.ndarray, deadline: np.ndarray,
+                  allowed: np.ndarray, workload: np.ndarray, capability: np.ndarray,
+                  coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, mask: np.ndarray,
+                  limits: np.ndarray) -> tuple[float, float]:
+    """What every reset derives from its jobs (``(N, R, T)`` job arrays, any layout) before
+    it accepts them: ``mask`` bool ``(N, R, T)`` (ℛ_n, :func:`.types.mask_into`) and
+    ``limits`` ``(4,)`` the jobs' observed maxima (:func:`.types.observed_limits`). Returns
+    :func:`_bounds_kernel`'s ``(ι, v)`` candidates (``delta``: where v takes the marginal).
+    The native vector env needs only this; the single env's :func:`episode_setup` adds its
+    per-job tables."""
+    mask_into(arrival, deadline, allowed, mask)
+    lim = _limits_kernel(workload, arrival, deadline, allowed, capability, coef, weight)
+    for i in range(4):
+        limits[i] = lim[i]
+    return _bounds_kernel(code, mask, coef, capability, weight, capacity, delta)
+
+
+@numba.njit(cache=True)
 def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.ndarray,
                   allowed: np.ndarray, workload: np.ndarray, capability: np.ndarray,
                   coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, mask: np.ndarray,
@@ -361,7 +379,8 @@ def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.nda
     (:func:`.types.observed_limits`). Returns :func:`_bounds_kernel`'s ``(ι, v)`` candidates
     (``delta``: where v takes the marginal)."""
     N, R, T = mask.shape
-    mask_into(arrival, deadline, allowed, mask)
+    bounds = episode_check(code, delta, arrival, deadline, allowed, workload, capability, coef,
+                           weight, capacity, mask, limits)
     for n in range(N):
         scalars[n, 0] = workload[n]
         scalars[n, 1] = arrival[n]
@@ -378,10 +397,7 @@ def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.nda
                 else:
                     upper[n, u] = 0.0
                     obs[n, 0, u] = obs[n, 1, u] = obs[n, 2, u] = obs[n, 3, u] = 0.0
-    lim = _limits_kernel(workload, arrival, deadline, allowed, capability, coef, weight)
-    for i in range(4):
-        limits[i] = lim[i]
-    return _bounds_kernel(code, mask, coef, capability, weight, capacity, delta)
+    return bounds
 
 
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,

@@ -4,6 +4,7 @@ spatio-temporal resource mesh, maximising social welfare (OnSocMax problem)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -494,13 +495,21 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
         sampler can give them; the error names the parameter that sets the box); builds the
         episode's tables (:meth:`_episode_tables`) on the way."""
+        self._check_mesh(jobs)
+        self._check_limits(self._episode_tables(jobs))
+
+    def _check_mesh(self, jobs: Jobs) -> None:
+        """Refuse jobs drawn for another mesh than the instance's ``(R, T)``."""
         inst = self.instance
         if jobs.allowed.shape[1] != inst.n_instances or jobs.n_slots != inst.horizon:
             raise ValueError(f"the job sampler gave jobs for {jobs.allowed.shape[1]} instances x "
                              f"{jobs.n_slots} slots: the instance has {inst.n_instances} x "
                              f"{inst.horizon}")
+
+    def _check_limits(self, seen: Sequence[float]) -> None:
+        """Refuse jobs whose observed ``(workload, capability, coef, weight)`` maxima ``seen``
+        exceed the observation boxes (the error names the parameter that sets the box)."""
         names = ("workload", "capability", "coef", "weight")
-        seen = self._episode_tables(jobs)
         for name, got, lim, param in zip(names, seen, self._limits, self._limit_names,
                                          strict=True):
             if float(np.float32(got)) > float(np.float32(lim)):

@@ -70,6 +70,16 @@ def _gauss(gen: np.random.Generator, mean: float, sd: float, size: Any) -> np.nd
     return np.minimum(np.maximum(x, GAUSS_FLOOR, out=x), _gauss_hi(mean, sd), out=x)
 
 
+def _uniform(gen: np.random.Generator, low: float, high: float, size: Any) -> np.ndarray:
+    """``gen.uniform(low, high, size)``, the same values bit for bit (numpy computes each as
+    ``low + (high - low) * random()``), without ``uniform``'s general broadcasting loop, which
+    costs more than the draws of the episode's ``(N, R, T)`` arrays."""
+    x = gen.random(size)
+    x *= high - low
+    x += low
+    return x
+
+
 def upper_f32(x: float) -> float:
     """The smallest float32-representable number ``>= x`` (as a float). Generated values are
     rounded to float32 (:func:`~schedgym.core.arrays.f32`), which may round up: a value ``<= x``
@@ -205,8 +215,8 @@ class PaperJobSampler:
         xbar = f32(_gauss(st["capability"], p["capability_mean"], p["capability_sd"], (N, R)))
         (a_lo, a_hi), (b_lo, b_hi) = p["coef_range"], p["weight_range"]
         coef_size: tuple[int, ...] = (N,) if p["coef_scope"] == "job" else (N, R, T)
-        coef = f32(st["coef"].uniform(a_lo, a_hi, coef_size))
-        weight = f32(st["weights"].uniform(b_lo, b_hi, (N, R, T)))
+        coef = f32(_uniform(st["coef"], a_lo, a_hi, coef_size))
+        weight = f32(_uniform(st["weights"], b_lo, b_hi, (N, R, T)))
         allowed = np.ones((N, R), dtype=bool)
         m = p["locality_size"]
         if m is not None and m < R:  # the only user of its stream: drawn only then

@@ -152,8 +152,8 @@ class Jobs:
         def full(a: np.ndarray) -> np.ndarray:
             if a.shape == (N, R, T):
                 return a
-            return np.ascontiguousarray(np.broadcast_to(a.reshape(a.shape + (1,) * (3 - a.ndim)),
-                                                        (N, R, T)))
+            # (N,) per job or (N, R) per instance: each value repeated over its units
+            return np.repeat(a, R * T if a.ndim == 1 else T).reshape(N, R, T)
 
         jobs = cls.__new__(cls)
         for name, value in (("arrival", arrival), ("deadline", deadline),

@@ -229,19 +229,29 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             if jobs is not None:
                 self._store_jobs(b, jobs)
 
-    def _store_jobs(self, b: int, jobs: Jobs) -> None:
+    def _store_jobs(self, b: int, jobs: Jobs) -> tuple[list[float], tuple[float, float]]:
+        """Copy ``jobs`` into copy ``b``'s rows of the batch buffers (grown if needed), the
+        unit masks computed there by :func:`.dynamics.episode_check`; returns the jobs'
+        observed maxima (for :meth:`DeadlineWelfareEnv._check_limits`) and their bounds
+        ``(ι, v)``."""
         N = jobs.n_jobs
-        self._jobs[b] = jobs
         if N > self._job_mask.shape[1]:
             self._alloc_jobs(N)
-            return
-        self._mask4[b, :N] = jobs.mask
+        self._jobs[b] = jobs
+        inst = self.instance
+        delta = inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0
+        lim = np.empty(4)
+        iota, v = dynamics.episode_check(
+            inst.family_code, float(delta), jobs.arrival, jobs.deadline, jobs.allowed,
+            jobs.workload, jobs.capability, jobs.coef, jobs.weight, inst.capacity,
+            self._mask4[b, :N], lim)
         self._cap4[b, :N] = jobs.capability  # Jobs holds full (N, R, T) arrays
         self._coef4[b, :N] = jobs.coef
         self._weight4[b, :N] = jobs.weight
         self._job_scalars[b, :N, 0] = jobs.workload
         self._job_scalars[b, :N, 1] = jobs.arrival
         self._job_scalars[b, :N, 2] = jobs.deadline
+        return lim.tolist(), dynamics.bounds_from(inst, iota, v)
 
     def _episode_jobs(self, b: int) -> Jobs | None:
         """Copy ``b``'s episode's :class:`Jobs` (``None`` before its first reset)."""
@@ -288,13 +298,20 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         t = self.template
         ep = self._episode_seed(b, seed)
         jobs = t._sample_jobs(ep)
-        t._check_jobs(jobs)  # also builds the episode's tables and bounds
-        self._store_jobs(b, jobs)
+        t._check_mesh(jobs)
+        old = self._jobs[b]
+        seen, bounds = self._store_jobs(b, jobs)
+        try:
+            t._check_limits(seen)
+        except ValueError:  # refused: copy b keeps its episode, as the single env does
+            self._jobs[b] = old
+            if old is not None:
+                self._store_jobs(b, old)
+            raise
         self._n[b] = 0
         self._n_jobs[b] = jobs.n_jobs
         self._usage[b] = 0.0
         self._totals[b] = 0.0
-        bounds = t._ep_next[6]
         self._bounds[b] = bounds
         self._alpha[b] = alpha_hat(bounds[1] / bounds[0])
         self._seeds[b] = ep

@@ -13,7 +13,7 @@ import pytest
 from schedgym.core import rng as rngs
 from schedgym.core.arrays import f32
 from schedgym.envs.deadline_welfare import ENV_ID, dynamics
-from schedgym.envs.deadline_welfare.generator import DEFAULTS, PaperJobSampler, _gauss
+from schedgym.envs.deadline_welfare.generator import DEFAULTS, PaperJobSampler, _gauss, _uniform
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
 from schedgym.envs.deadline_welfare.types import Jobs, observed_limits
 
@@ -125,3 +125,13 @@ def test_step_equals_repair_and_welfare_reference(mode):
         assert info["repair_capacity"] == rep.capacity_l1
         assert info["repair_workload"] == rep.workload_l1
         assert dynamics.is_feasible(inst, env.jobs, env.dispatch)
+
+
+@pytest.mark.parametrize("low, high", [(1.0, 3.0), (0.1, 0.5), (-7.25, 1e-3), (0.0, 1e300),
+                                       (2.5, 2.5)])
+@pytest.mark.parametrize("size", [7, (3, 4, 5)])
+def test_uniform_equals_the_generators_uniform(low, high, size):
+    want = np.random.default_rng(17).uniform(low, high, size)
+    got = _uniform(np.random.default_rng(17), low, high, size)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

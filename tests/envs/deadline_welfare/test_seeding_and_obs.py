@@ -11,7 +11,7 @@ from gymnasium.utils import seeding
 
 from schedgym.core import rng as rngs
 from schedgym.envs.deadline_welfare import ENV_ID, dynamics
-from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance
+from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 
 def test_np_sum_equals_numpy_sum_bit_for_bit():
@@ -85,3 +85,35 @@ def test_vector_reset_refuses_jobs_beyond_the_box_as_the_single_env():
                        instance=tight)
     with pytest.raises(ValueError, match=r"coef up to .*instance\.job_limits\[2\]"):
         vec.reset(seed=0)
+
+
+@pytest.mark.parametrize("n_bad", [3, 40])  # within the copy's buffers, and beyond them
+def test_vector_copy_keeps_its_episode_when_a_reset_is_refused(n_bad):
+    vec = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point", n_jobs=5)
+    native = vec.unwrapped
+    vec.reset(seed=3)
+    good = native._episode_jobs(0)
+    buffers = [a[0, :5].copy() for a in (native._job_mask, native._job_cap, native._job_coef,
+                                         native._job_weight, native._job_scalars)]
+    sampler = native.template._sample_jobs
+    bad = sampler(11)
+    big = Jobs.trusted(np.zeros(n_bad, np.int64), np.full(n_bad, 5, np.int64),
+                       np.full(n_bad, 1e6), np.ones((n_bad, 10), bool),
+                       np.ones((n_bad, 10)), np.ones((n_bad, 10, 24)),
+                       np.full((n_bad, 10, 24), bad.weight.max()))
+    native.template._sample_jobs = lambda seed: big
+    with pytest.raises(ValueError, match=r"workload up to .*workload_mean/workload_sd"):
+        native._reset_one(0, 7)
+    native.template._sample_jobs = sampler
+    assert native._episode_jobs(0) is good
+    for got, want in zip((native._job_mask, native._job_cap, native._job_coef,
+                          native._job_weight, native._job_scalars), buffers, strict=True):
+        np.testing.assert_array_equal(got[0, :5], want)
+    # the copy still steps its own episode, as a fresh vector env seeded alike does
+    fresh = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point", n_jobs=5)
+    fresh.reset(seed=3)
+    a = vec.action_space.sample()
+    got, want = vec.step(a), fresh.step(a)
+    for k in got[0]:
+        np.testing.assert_array_equal(got[0][k], want[0][k])
+    np.testing.assert_array_equal(got[1], want[1])
