@@ -162,11 +162,14 @@ def test_command_line_policy_flag(entity_run):
         train("ppo", ENV_ID, policy="mlp")
 
 
-def test_policy_entity_without_an_entity_config_replaces_the_policy(tmp_path):
-    """DeadlineWelfare has no configs/learned entity file: its mode entry is used with the policy
-    replaced (the MLP's net_arch dropped, log_std_init kept) and the env's global layout."""
+def test_policy_entity_without_an_entity_config_replaces_the_policy(tmp_path, monkeypatch):
+    """An env with no configs/learned entity file (DeadlineWelfare with its file hidden): its
+    mode entry is used with the policy replaced (the MLP's net_arch dropped, log_std_init kept)
+    and the env's global layout."""
+    from schedgym.train import entity_training
+
     dw = "schedgym/DeadlineWelfare-v0"
-    assert entity_config_path("ppo", dw) is None
+    monkeypatch.setattr(entity_training, "entity_config_path", lambda algo, env_id: None)
     res = train("ppo", dw, policy="entity", timesteps=32, overrides={"n_jobs": 10},
                 hyperparams={"n_steps": 16, "batch_size": 16}, out=tmp_path, eval_freq=0,
                 checkpoint_freq=0)
