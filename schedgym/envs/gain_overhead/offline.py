@@ -89,6 +89,11 @@ class HindsightSolution:
 #: gap; presolve off (it costs more than it saves on these LPs).
 _HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10,
           "presolve": False}
+#: What :func:`_solve_lp` tries, in order, until HiGHS reports an optimum: the options above, then
+#: the same tolerances with presolve (the simplex without it can end in an unknown model status
+#: on a badly scaled LP, e.g. GainOverhead mixed, instance seed 1002, episode seed 100, slot 266),
+#: then the interior-point method.
+_HIGHS_TRIES = (("highs", _HIGHS), ("highs", {**_HIGHS, "presolve": True}), ("highs-ipm", _HIGHS))
 
 
 #: Extra breakpoints per refinement, as fractions of the distance from the LP's point to its
@@ -206,8 +211,11 @@ def _solve_lp(P: _Pairs, lin: np.ndarray, seg_pair: np.ndarray, width: np.ndarra
                            -np.ones(n_pen)])
     A = sp.csr_matrix((vals, (rows, cidx)), shape=(n_pen + P.cap_rhs.size, n_cols + n_s))
     b_ub = np.concatenate([np.zeros(n_pen), P.cap_rhs])
-    res = linprog(cost, A_ub=A, b_ub=b_ub, bounds=bounds, method="highs", options=_HIGHS)
-    if res.status != 0:
+    for method, options in _HIGHS_TRIES:
+        res = linprog(cost, A_ub=A, b_ub=b_ub, bounds=bounds, method=method, options=options)
+        if res.status == 0:
+            break
+    else:
         raise RuntimeError(f"hindsight LP failed (HiGHS status {res.status}): {res.message}")
     y = np.minimum(np.bincount(col_pair, weights=res.x[:n_cols], minlength=m), P.p_up)
     return np.maximum(y, 0.0), np.maximum(-res.ineqlin.marginals, 0.0)
