@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from schedgym.envs.deadline_welfare import entities
+from tests.entities_check import assert_entity_obs
 from tests.envs.deadline_welfare.conftest import ENV_ID, SMALL
 
 
@@ -65,12 +66,7 @@ def _reference(env, flat_space):
 
 
 def _check_obs(env, obs, flat_space):
-    assert env.observation_space.contains(obs), {k: (v.min(), v.max()) for k, v in obs.items()}
-    rows, mask, context = _reference(env.unwrapped, flat_space)
-    assert obs["entities"].shape == (rows.size,)  # the (N, F) rows flattened row-major
-    np.testing.assert_allclose(obs["entities"], rows.reshape(-1), rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(obs["mask"], mask)
-    np.testing.assert_allclose(obs["context"], context, rtol=1e-5, atol=1e-6)
+    assert_entity_obs(env, obs, *_reference(env.unwrapped, flat_space))
 
 
 def test_space_names_and_metadata():

@@ -17,6 +17,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from schedgym.core import utilities
 from schedgym.envs.gain_overhead import actions, entities
+from tests.entities_check import assert_entity_obs
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
 
 SHORT = {**SMALL, "horizon": 5}
@@ -74,12 +75,7 @@ def _reference(env, flat):
 
 
 def _check_obs(env, obs, flat):
-    assert env.observation_space.contains(obs), {k: (v.min(), v.max()) for k, v in obs.items()}
-    rows, mask, context = _reference(env.unwrapped, flat)
-    assert obs["entities"].shape == (rows.size,)  # the (N, F) rows flattened row-major
-    np.testing.assert_allclose(obs["entities"], rows.reshape(-1), rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(obs["mask"], mask)
-    np.testing.assert_allclose(obs["context"], context, rtol=1e-5, atol=1e-6)
+    assert_entity_obs(env, obs, *_reference(env.unwrapped, flat))
 
 
 def test_space_names_and_metadata():
