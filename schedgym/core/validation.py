@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,11 +102,20 @@ def check_range(
         f"a pair (lo, hi) of finite numbers with "
         f"{'' if low is None else f'{low} <= '}lo <= hi{'' if high is None else f' <= {high}'}"
     )
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+    return _ordered_pair(name, value, allowed, (Sequence,),
+                         lambda v: check_float(name, v, low=low, high=high))
+
+
+def _ordered_pair(name: str, value: Any, allowed: str, kinds: tuple[type, ...],
+                  check_one: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """``(lo, hi)`` from a 2-entry ``value`` of one of ``kinds`` (never a string), each entry
+    passed through ``check_one``, with ``lo <= hi``; any failure names ``value`` and
+    ``allowed``."""
+    pair: Any = value  # isinstance against a tuple of types would narrow it to object
+    if isinstance(pair, (str, bytes)) or not isinstance(value, kinds) or len(pair) != 2:
         raise _fail(name, value, allowed)
     try:
-        lo = check_float(name, value[0], low=low, high=high)
-        hi = check_float(name, value[1], low=low, high=high)
+        lo, hi = check_one(pair[0]), check_one(pair[1])
     except ValueError:
         raise _fail(name, value, allowed) from None
     if lo > hi:
@@ -123,17 +132,8 @@ def check_int_range(name: str, value: Any, *, low: int | None = None,
         f"a pair (lo, hi) of integers with {'' if low is None else f'{low} <= '}lo <= hi <= "
         f"{hi_value}"
     )
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray) \
-            or len(value) != 2:
-        raise _fail(name, value, allowed)
-    try:
-        lo = check_int(name, value[0], min_value=low, max_value=hi_value)
-        hi = check_int(name, value[1], min_value=low, max_value=hi_value)
-    except ValueError:
-        raise _fail(name, value, allowed) from None
-    if lo > hi:
-        raise _fail(name, value, allowed)
-    return lo, hi
+    return _ordered_pair(name, value, allowed, (Sequence, np.ndarray),
+                         lambda v: check_int(name, v, min_value=low, max_value=hi_value))
 
 
 def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
