@@ -23,13 +23,9 @@ observations equal the single env's).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
-from gymnasium import spaces
 
-#: Observation modes: today's flat ``Dict`` (default) or the per-entity ``Dict``.
-OBS_MODES: tuple[str, ...] = ("flat", "entities")
+from schedgym.core.entities import entity_space, ratio
 
 #: Per-entity features of unit ``(r, t)`` for the current job ``n``: (name, meaning).
 #: ``D = max(T - 1, 1)``; ``v`` is the episode's upper bound of the marginal welfare.
@@ -80,12 +76,6 @@ def entity_action(action_mode: str) -> str:
     return "entity" if action_mode == "dispatch" else "global"
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``num / den`` where ``den > 0``, else 0."""
-    return np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)),
-                     where=den > 0)
-
-
 class EntityEncoder:
     """Builds the entity observations of one mesh (see the module docstring).
 
@@ -108,17 +98,11 @@ class EntityEncoder:
         #: slot ``t`` of every unit ``r * T + t``
         self._slot = np.tile(np.arange(horizon, dtype=np.float64), n_instances)
         F = len(FEATURES)
-        low = np.zeros((self.n_entities, F), dtype=np.float32)
+        low = np.zeros(F, dtype=np.float32)
         for name in SIGNED:
-            low[:, ENTITY_FEATURE_NAMES.index(name)] = -1.0
-        # an OrderedDict keeps the contract's key order (a plain dict would be sorted)
-        self.space = spaces.Dict(OrderedDict([
-            ("entities", spaces.Box(low.reshape(-1), np.ones(low.size, np.float32),
-                                    dtype=np.float32)),
-            ("mask", spaces.Box(0.0, 1.0, (self.n_entities,), np.float32)),
-            ("context", spaces.Box(0.0, 1.0, (len(CONTEXT),), np.float32)),
-        ]))
-        self._low = low[0].astype(np.float64)
+            low[ENTITY_FEATURE_NAMES.index(name)] = -1.0
+        self.space = entity_space(self.n_entities, F, len(CONTEXT), low)
+        self._low = low.astype(np.float64)
 
     def encode(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The entity observation of one flat observation (fresh float32 arrays)."""
@@ -136,7 +120,7 @@ class EntityEncoder:
         start, end = f64["window"][:, :1], f64["window"][:, 1:2]
         iota, v = f64["bounds"][:, :1], f64["bounds"][:, 1:2]
         rho_max, cap_max, coef_max, _ = self._limits
-        gain = _ratio(weight, capacity)  # β / C
+        gain = ratio(weight, capacity)  # β / C
         room = np.maximum(0.0, np.minimum(cap, capacity - usage)) * (allowed > 0)
         slot = self._slot[None, :]
         span = self._span
@@ -144,11 +128,11 @@ class EntityEncoder:
         feats = np.stack([
             allowed,
             coef / coef_max,
-            _ratio(coef * self._slope + gain, v),
+            ratio(coef * self._slope + gain, v),
             cap / cap_max,
-            _ratio(usage, capacity),
-            _ratio(room, rho),
-            _ratio(gain, v),
+            ratio(usage, capacity),
+            ratio(room, rho),
+            ratio(gain, v),
             capacity / self._cmax,
             np.broadcast_to(slot / span, allowed.shape),
             (slot - start) / span,
@@ -159,9 +143,9 @@ class EntityEncoder:
         context = np.concatenate([
             rho / rho_max, start / span, end / span,
             np.where(has_job, (end - start + 1.0) / self.horizon, 0.0),
-            _ratio(iota, v), v / self._vmax, f64["progress"][:, :1], f64["utility_family"],
-            _ratio(room.sum(axis=1, keepdims=True), rho),
-            _ratio(usage.sum(axis=1, keepdims=True), capacity.sum(axis=1, keepdims=True)),
+            ratio(iota, v), v / self._vmax, f64["progress"][:, :1], f64["utility_family"],
+            ratio(room.sum(axis=1, keepdims=True), rho),
+            ratio(usage.sum(axis=1, keepdims=True), capacity.sum(axis=1, keepdims=True)),
             allowed.sum(axis=1, keepdims=True) / self.n_entities,
         ], axis=1)
         return {"entities": feats.astype(np.float32).reshape(feats.shape[0], -1),

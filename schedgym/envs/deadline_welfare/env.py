@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from schedgym.core.arrays import readonly_view
+from schedgym.core.entities import OBS_MODES
 from schedgym.core.envbase import (
     SchedEnv,
     Viewer,
@@ -197,7 +198,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                                "action_modes": ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                                "action_modes": ACTION_MODES, "obs_modes": OBS_MODES,
                                 "entity_action_mode": "pricing"}
     viewer: ClassVar[Viewer] = viewer
 
@@ -219,7 +220,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         **overrides: Any,
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, ACTION_MODES)
-        self.obs_mode: str = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
+        self.obs_mode: str = check_choice("obs_mode", obs_mode, OBS_MODES)
         self.instance_features: bool = check_bool("instance_features", instance_features)
         self.memory_limit_mb = check_float("memory_limit_mb", memory_limit_mb, low=0.0,
                                            low_open=True)

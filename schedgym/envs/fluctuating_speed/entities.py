@@ -41,16 +41,13 @@ native vector env run the same arithmetic (equal bits).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
+from schedgym.core.entities import entity_space
 from schedgym.envs.fluctuating_speed.types import FluctuatingSpeedInstance
-
-#: The observation modes, default first.
-OBS_MODES: tuple[str, ...] = ("flat", "entities")
 
 ENTITY_FEATURES: tuple[str, ...] = (
     "edge", "job", "request_mean", "request_max", "cost", "waiting", "last_used",
@@ -95,12 +92,7 @@ def tables(inst: FluctuatingSpeedInstance) -> EntityTables:
 def spaces_of(n_entities: int) -> spaces.Dict:
     """The ``"entities"`` observation space for ``N = n_entities`` cells: ``entities``
     ``(N * F,)`` (the rows flattened row-major), ``mask`` ``(N,)``, ``context`` ``(C,)``."""
-    F, C = len(ENTITY_FEATURES), len(CONTEXT_FEATURES)
-    return spaces.Dict(OrderedDict([  # an OrderedDict keeps the contract's key order
-        ("entities", spaces.Box(0.0, 1.0, (n_entities * F,), np.float32)),
-        ("mask", spaces.Box(0.0, 1.0, (n_entities,), np.float32)),
-        ("context", spaces.Box(0.0, 1.0, (C,), np.float32)),
-    ]))
+    return entity_space(n_entities, len(ENTITY_FEATURES), len(CONTEXT_FEATURES))
 
 
 def observation(tab: EntityTables, arrivals: np.ndarray, util: np.ndarray,

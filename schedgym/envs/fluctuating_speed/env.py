@@ -10,6 +10,7 @@ from gymnasium import spaces
 from schedgym.core import rng as rngs
 from schedgym.core.arrays import readonly_view
 from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
+from schedgym.core.entities import OBS_MODES
 from schedgym.core.envbase import SchedEnv, Viewer, frac_box, resolve_episode_seed
 from schedgym.core.validation import check_bool, check_choice
 from schedgym.envs.fluctuating_speed import actions, dynamics, entities, viewer
@@ -212,7 +213,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                "action_modes": actions.ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                "action_modes": actions.ACTION_MODES, "obs_modes": OBS_MODES,
                 "entity_action": "entity"}
     #: Names of the ``obs_mode="entities"`` per-entity features and context entries.
     entity_feature_names: tuple[str, ...] = entities.ENTITY_FEATURES
@@ -241,7 +242,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self.action_mode = check_choice("action_mode", action_mode, actions.ACTION_MODES)
         self.instance_features = check_bool("instance_features", instance_features)
         self.feedback_stats = check_bool("feedback_stats", feedback_stats)
-        self.obs_mode = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
+        self.obs_mode = check_choice("obs_mode", obs_mode, OBS_MODES)
         if self.obs_mode == "entities":
             _check_entities_options(self.action_mode, self.instance_features,
                                     self.feedback_stats)

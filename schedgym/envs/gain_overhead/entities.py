@@ -21,17 +21,12 @@ the single env's).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
-from gymnasium import spaces
 
 from schedgym.core import utilities
+from schedgym.core.entities import entity_space, ratio
 from schedgym.envs.gain_overhead import actions
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
-
-#: Observation modes: today's flat ``Dict`` (default) or the per-entity ``Dict``.
-OBS_MODES: tuple[str, ...] = ("flat", "entities")
 
 #: Per-entity features of pair ``(l, k)``: (name, meaning). Every value lies in [0, 1].
 FEATURES: tuple[tuple[str, str], ...] = (
@@ -76,14 +71,6 @@ CONTEXT: tuple[tuple[str, str], ...] = (
 ENTITY_FEATURE_NAMES: tuple[str, ...] = tuple(name for name, _ in FEATURES)
 CONTEXT_FEATURE_NAMES: tuple[str, ...] = tuple(name for name, _ in CONTEXT)
 _COL = {name: j for j, name in enumerate(ENTITY_FEATURE_NAMES)}
-
-
-def _ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
-    """``num / den`` where ``den > 0``, else 0 (float64 of the broadcast shape)."""
-    d = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast_shapes(np.shape(num), d.shape))
-    np.divide(num, d, out=out, where=d > 0)
-    return out
 
 
 def entity_action(action_mode: str) -> str:
@@ -132,13 +119,13 @@ class EntityEncoder:
         a = inst.edge_alpha
         codes = inst.edge_codes
         static = [
-            _ratio(req, req + reach),
-            _ratio(req, req + mean_cap),
-            _ratio(reach, np.broadcast_to(total, (L, K))),
+            ratio(req, req + reach),
+            ratio(req, req + mean_cap),
+            ratio(reach, np.broadcast_to(total, (L, K))),
             np.broadcast_to((deg / R)[:, None], (L, K)),
             beta / (1.0 + beta),
             pmax / (1.0 + pmax),
-            _ratio(beta, beta + pmax),
+            ratio(beta, beta + pmax),
             np.add.reduceat(a / (1.0 + a), starts, axis=0) / deg[:, None],
         ]
         for fam in (utilities.LINEAR, utilities.LOG, utilities.RECIPROCAL, utilities.POLY):
@@ -153,12 +140,7 @@ class EntityEncoder:
         self._total_cap = float(cap.sum())
         # what one arrival of type l may ask in all: |R_l| a_l^k summed over k
         self._type_demand = deg * req.sum(axis=1)
-        # an OrderedDict keeps the contract's key order (a plain dict would be sorted)
-        self.space = spaces.Dict(OrderedDict([
-            ("entities", spaces.Box(0.0, 1.0, (self.n_entities * len(FEATURES),), np.float32)),
-            ("mask", spaces.Box(0.0, 1.0, (self.n_entities,), np.float32)),
-            ("context", spaces.Box(0.0, 1.0, (len(CONTEXT),), np.float32)),
-        ]))
+        self.space = entity_space(self.n_entities, len(FEATURES), len(CONTEXT))
 
     def encode(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The entity observation of one flat observation (fresh float32 arrays)."""
@@ -180,7 +162,7 @@ class EntityEncoder:
         # capacity-weighted utilization of k over the type's instances
         used = np.add.reduceat(util[:, self._edge_instance] * self._edge_cap, self._starts,
                                axis=1)
-        f[..., _COL["utilization"]] = _ratio(used, np.broadcast_to(self._reach, used.shape))
+        f[..., _COL["utilization"]] = ratio(used, np.broadcast_to(self._reach, used.shape))
         # demand of the arrived types on every instance: d_r^k = sum_{l' in L_r} x_l' a_l'^k
         ask = x[:, self._edge_type, None] * self._requests[self._edge_type]  # (B, E, K)
         demand = np.zeros_like(util)
@@ -189,7 +171,7 @@ class EntityEncoder:
         on_type = np.add.reduceat(demand[:, self._edge_instance], self._starts, axis=1)
         # P / (1 + P) with P = on_type / reach, written as on_type / (on_type + reach): 1 where
         # nothing is reachable but something is asked, 0 where nothing is asked
-        f[..., _COL["pressure"]] = _ratio(on_type, on_type + self._reach)
+        f[..., _COL["pressure"]] = ratio(on_type, on_type + self._reach)
         f[..., _COL["progress"]] = prog[:, None, None]
         np.clip(feats, 0.0, 1.0, out=feats)
         mask = (np.repeat(x, K, axis=1) > 0) if self.gate else np.ones((B, L * K), dtype=bool)
@@ -200,7 +182,7 @@ class EntityEncoder:
             np.where(self._pos_caps.reshape(-1), util.reshape(B, -1), 0.0).sum(axis=1)
             / self._n_pos,
             util.reshape(B, -1).max(axis=1),
-            _ratio(ask_all, ask_all + self._total_cap),  # D / (1 + D)
+            ratio(ask_all, ask_all + self._total_cap),  # D / (1 + D)
         ], axis=1)
         return {"entities": feats.astype(np.float32).reshape(B, -1),
                 "mask": mask.astype(np.float32),

@@ -12,6 +12,7 @@ from schedgym.core import rng as rngs
 from schedgym.core import utilities
 from schedgym.core.arrays import readonly_view
 from schedgym.core.arrivals import ArrivalSampler, bernoulli_arrivals
+from schedgym.core.entities import OBS_MODES
 from schedgym.core.envbase import (
     SchedEnv,
     Viewer,
@@ -244,7 +245,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
-                "action_modes": actions.ACTION_MODES, "obs_modes": entities.OBS_MODES,
+                "action_modes": actions.ACTION_MODES, "obs_modes": OBS_MODES,
                 "entity_action_mode": "prices"}
     viewer: ClassVar[Viewer] = viewer
 
@@ -266,7 +267,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         **overrides: Any,
     ) -> None:
         self.action_mode: str = check_choice("action_mode", action_mode, actions.ACTION_MODES)
-        self.obs_mode: str = check_choice("obs_mode", obs_mode, entities.OBS_MODES)
+        self.obs_mode: str = check_choice("obs_mode", obs_mode, OBS_MODES)
         self.arrivals_protocol: str = check_choice("arrivals", arrivals, ARRIVAL_PROTOCOLS)
         #: The observed arrivals are slot ``t - lag``'s: 0 (revealed) or 1 (hidden).
         self._lag = 0 if self.arrivals_protocol == "revealed" else 1
