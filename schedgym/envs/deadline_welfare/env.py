@@ -492,6 +492,24 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
                 "alpha_hat": self._alpha, "episode_seed": episode_seed}
         return self._obs(), info
 
+    def show_state(self, jobs: Jobs | None, n: int, usage: np.ndarray,
+                   totals: Sequence[float], bounds: tuple[float, float], alpha: float) -> None:
+        """Take another copy's episode state, as far as :meth:`decode_action` and
+        :meth:`render` read it: its jobs, the index ``n`` of the job about to be dispatched,
+        the mesh usage ``(R, T)`` (kept, not copied), the running totals (job utility,
+        cluster utility, served workload, workload), ``(iota, v)`` and ``alpha_hat``. The
+        native vector env keeps every copy's episode in batch arrays and shows one at a time
+        to a single env, so that decoding and drawing are written once. Stepping afterwards
+        is not supported: reset first."""
+        inst = self.instance
+        if usage.shape != (inst.n_instances, inst.horizon):
+            raise ValueError(f"usage has shape {usage.shape}: must be "
+                             f"({inst.n_instances}, {inst.horizon})")
+        self._jobs, self._n, self._usage = jobs, int(n), usage
+        self._totals = list(totals)
+        self._bounds, self._alpha = (float(bounds[0]), float(bounds[1])), float(alpha)
+        self._needs_reset = True
+
     def _check_jobs(self, jobs: Jobs) -> None:
         """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
         sampler can give them; the error names the parameter that sets the box); builds the

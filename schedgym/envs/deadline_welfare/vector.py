@@ -414,12 +414,10 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         """The template env with copy ``b``'s episode state (views, no copies), so its own
         decoder and renderer act on that copy."""
         t = self.template
-        t._jobs = self._episode_jobs(b)
-        t._n = int(self._n[b])
-        t._usage = self._usage[b].reshape(self.instance.n_instances, -1)
-        t._totals = self._totals[b]
-        t._bounds = (float(self._bounds[b, 0]), float(self._bounds[b, 1]))
-        t._alpha = float(self._alpha[b])
+        t.show_state(self._episode_jobs(b), int(self._n[b]),
+                     self._usage[b].reshape(self.instance.n_instances, -1), self._totals[b],
+                     (float(self._bounds[b, 0]), float(self._bounds[b, 1])),
+                     float(self._alpha[b]))
         return t
 
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray,

@@ -403,6 +403,25 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             return self._entities.encode(obs)
         return obs
 
+    # ------------------------------------------- state shared with the native vector env
+    # GainOverheadVectorEnv keeps every copy's episode in its own batch arrays and steps them
+    # all at once; these two methods are the only way it touches a copy's state.
+    def share_arrivals(self, row: np.ndarray) -> None:
+        """Copy this episode's arrivals ``(T, L)`` into ``row`` and use ``row`` as the episode's
+        arrival table from now on (the batch owns the storage; the values are unchanged)."""
+        if row.shape != self._arrivals.shape:
+            raise ValueError(f"row has shape {row.shape}: must be {self._arrivals.shape}")
+        row[...] = self._arrivals
+        self._arrivals = row
+
+    def sync_state(self, t: int, util: np.ndarray) -> None:
+        """Set the slot about to be scheduled (``0 <= t <= T``) and the utilization
+        ``(K * R,)`` after the last slot, as the batch stepped this copy."""
+        if not 0 <= t <= self.horizon:
+            raise ValueError(f"t={t} is invalid: must be in [0, {self.horizon}]")
+        self._t = int(t)
+        self._util = util
+
     # -------------------------------------------------------------- gym API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -112,8 +112,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
     def envs(self) -> list[GainOverheadEnv]:
         """The copies (single envs), with their slot and utilization brought up to date."""
         for i, env in enumerate(self._envs):
-            env._t = int(self._t[i])
-            env._util = self._util[i]
+            env.sync_state(int(self._t[i]), self._util[i])
         return self._envs
 
     # ------------------------------------------------------------------ reset
@@ -148,8 +147,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         renews ``_util32``)."""
         env = self._envs[i]
         _, info = env.reset(**kwargs)
-        self._padded[i, 1:-1] = env._arrivals
-        env._arrivals = self._padded[i, 1:-1]
+        env.share_arrivals(self._padded[i, 1:-1])
         rows = slice(self._row_base[i], self._row_base[i] + self.horizon + 2)
         self._rows_flat32[rows] = self._rows_flat[rows]
         self._t[i] = 0

@@ -148,3 +148,23 @@ def test_bad_kwargs_are_the_single_env_errors():
     with pytest.raises(ValueError, match=r"num_envs=1000 copies need about .* MB: more than "
                                          r"memory_limit_mb=1"):
         DeadlineWelfareVectorEnv(num_envs=1000, memory_limit_mb=1.0)
+
+
+def test_show_state_is_what_decoding_and_drawing_read_and_checks_its_usage():
+    """show_state is how the native vector env lends a copy's episode to its template."""
+    a = gym.make("schedgym/DeadlineWelfare-v0", action_mode="pricing").unwrapped
+    b = gym.make("schedgym/DeadlineWelfare-v0", action_mode="pricing").unwrapped
+    a.reset(seed=5)
+    b.reset(seed=6)
+    act = np.array([0.2, -0.3, 0.5])
+    for _ in range(3):
+        a.step(act.astype(np.float32))
+    b.show_state(a.jobs, a.job_index, a.usage.copy(), a._totals, a.bounds, a._alpha)
+    np.testing.assert_array_equal(b._decode(act), a._decode(act))
+    sa, sb = a.render_state(), b.render_state()
+    for field in ("job_index", "n_jobs", "welfare", "served_fraction"):
+        assert getattr(sb, field) == getattr(sa, field)
+    np.testing.assert_array_equal(sb.utilization, sa.utilization)
+    np.testing.assert_array_equal(sb.current, sa.current)
+    with pytest.raises(ValueError, match="usage has shape"):
+        b.show_state(a.jobs, 0, np.zeros((1, 1)), a._totals, a.bounds, a._alpha)

@@ -296,3 +296,23 @@ def test_envs_are_up_to_date_copies():
             np.testing.assert_array_equal(mine.arrivals, theirs.unwrapped.arrivals)
             np.testing.assert_array_equal(mine._obs()["utilization"], obs["utilization"][i])
         assert native.render() == sync.render(), f"render after step {k}"
+
+
+def test_the_vector_envs_state_api_checks_what_it_is_given():
+    """share_arrivals / sync_state are how GainOverheadVectorEnv touches a copy's state: the
+    values it sets are what the copy then reports, and a wrong shape or slot is refused."""
+    env = gym.make(ENV_ID, horizon=5).unwrapped
+    env.reset(seed=3)
+    before = env.arrivals.copy()
+    row = np.full((5, env.instance.n_types), -1.0)
+    env.share_arrivals(row)
+    np.testing.assert_array_equal(row, before)
+    np.testing.assert_array_equal(env.arrivals, before)
+    util = np.full(env.instance.n_instances * env.instance.n_resources, 0.25)
+    env.sync_state(2, util)
+    assert env.t == 2
+    np.testing.assert_array_equal(env.observed_arrivals(), env.arrivals[2 - env._lag])
+    with pytest.raises(ValueError, match="row has shape"):
+        env.share_arrivals(np.zeros((4, env.instance.n_types)))
+    with pytest.raises(ValueError, match=r"t=6 is invalid: must be in \[0, 5\]"):
+        env.sync_state(6, util)
