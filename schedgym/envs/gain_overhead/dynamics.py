@@ -91,66 +91,45 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
 
 
 @numba.njit(cache=True)
-def _score(lin: bool, two: bool, v: np.ndarray, f: np.ndarray, z: np.ndarray, y: np.ndarray,
-           x: np.ndarray, c0: int, parts: np.ndarray, edge_start: np.ndarray,
-           type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
-           ) -> tuple[float, float, float, float, float, float]:
-    """The one reward formula, for copy ``c0`` and, with ``two``, copy ``c0 + 1`` in the same
-    pass (each copy's sums stay its own: the same bits as alone; the second copy's chain of
-    distance additions runs beside the first's instead of after it).
-
-    Copy ``j`` (0 or 1) reads its allocation from row ``j`` of ``v`` ``(2, E K)``: channel
-    ``e``'s ``K`` resources at ``edge_start[e] + k`` (the projection's block buffer, or ``y``
-    itself with ``edge_start = e K``), and copies it row-major to row ``c0 + j`` of ``y``
-    ``(n, E K)``. Row ``j`` of ``f`` (``v``'s layout) holds the utilities' values ``f(v)``,
-    or with ``lin`` (every utility linear) ``alpha``, and the gain of an entry is then
-    ``alpha * v``; row ``j`` of ``z`` is the point before the projection (``v``'s layout);
-    row ``c0 + j`` of ``x`` ``(n, L)`` the arrivals; ``parts[j]`` ``(3, L)`` gets the per-type
-    gain, penalty and ``k*`` (as a float); ``tot`` ``(2, K)``: scratch. Returns ``(gain,
-    penalty, sum of (v - z)^2)`` of copy 0, then of copy 1 (zeros without ``two``).
+def _score(lin: bool, v: np.ndarray, f: np.ndarray, z: np.ndarray, y: np.ndarray,
+           x: np.ndarray, parts: np.ndarray, edge_start: np.ndarray, type_starts: np.ndarray,
+           beta: np.ndarray, tot: np.ndarray) -> tuple[float, float, float]:
+    """The one reward formula. The allocation is read from ``v`` ``(E K,)``: channel ``e``'s
+    ``K`` resources at ``edge_start[e] + k`` (the projection's block buffer, or ``y`` itself
+    with ``edge_start = e K``), and copied row-major into ``y`` ``(E K,)``. ``f`` (``v``'s
+    layout) holds the utilities' values ``f(v)``, or with ``lin`` (every utility linear)
+    ``alpha``, and the gain of an entry is then ``alpha * v``; ``z`` is the point before the
+    projection (``v``'s layout); ``x`` ``(L,)`` the arrivals; ``parts`` ``(3, L)`` gets the
+    per-type gain, penalty and ``k*`` (as a float); ``tot`` ``(K,)``: scratch. Returns
+    ``(gain, penalty, sum of (v - z)^2)``.
 
     Every sum runs in one fixed order from 0.0: a channel's gain over ``k``, a type's gain
     over its channels, ``Y_l^k`` over the type's channels, the squared distance over the
     entries in row-major ``(e, k)`` order, gain and penalty over the types."""
     n_types, n_edges, n_res = type_starts.size, edge_start.size, beta.size
-    c1 = c0 + 1 if two else c0
-    gain0 = penalty0 = dist0 = gain1 = penalty1 = dist1 = 0.0
+    gain = penalty = dist = 0.0
     for l in range(n_types):
         lo = type_starts[l]
         hi = type_starts[l + 1] if l + 1 < n_types else n_edges
         for k in range(n_res):
-            tot[0, k] = 0.0
-            tot[1, k] = 0.0
-        type_gain0 = type_gain1 = 0.0
+            tot[k] = 0.0
+        type_gain = 0.0
         for e in range(lo, hi):
             p, q = edge_start[e], e * n_res
-            channel_gain0 = channel_gain1 = 0.0
+            channel_gain = 0.0
             for k in range(n_res):
-                val = v[0, p + k]
-                y[c0, q + k] = val
-                tot[0, k] += val
-                diff = val - z[0, p + k]
-                dist0 += diff * diff
-                channel_gain0 += f[0, p + k] * val if lin else f[0, p + k]
-                if two:
-                    val = v[1, p + k]
-                    y[c1, q + k] = val
-                    tot[1, k] += val
-                    diff = val - z[1, p + k]
-                    dist1 += diff * diff
-                    channel_gain1 += f[1, p + k] * val if lin else f[1, p + k]
-            type_gain0 += channel_gain0
-            type_gain1 += channel_gain1
-        k_star, type_penalty = _argmax_weighted(tot[0], beta)
-        parts[0, 0, l], parts[0, 1, l], parts[0, 2, l] = type_gain0, type_penalty, k_star
-        gain0 += x[c0, l] * type_gain0
-        penalty0 += x[c0, l] * type_penalty
-        if two:
-            k_star, type_penalty = _argmax_weighted(tot[1], beta)
-            parts[1, 0, l], parts[1, 1, l], parts[1, 2, l] = type_gain1, type_penalty, k_star
-            gain1 += x[c1, l] * type_gain1
-            penalty1 += x[c1, l] * type_penalty
-    return gain0, penalty0, dist0, gain1, penalty1, dist1
+                val = v[p + k]
+                y[q + k] = val
+                tot[k] += val
+                diff = val - z[p + k]
+                dist += diff * diff
+                channel_gain += f[p + k] * val if lin else f[p + k]
+            type_gain += channel_gain
+        k_star, type_penalty = _argmax_weighted(tot, beta)
+        parts[0, l], parts[1, l], parts[2, l] = type_gain, type_penalty, k_star
+        gain += x[l] * type_gain
+        penalty += x[l] * type_penalty
+    return gain, penalty, dist
 
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
@@ -159,12 +138,12 @@ def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> Re
     xx = _vector("x", x, (inst.n_types,))
     yf = _vector("y", y, (inst.n_edges, inst.n_resources)).reshape(-1)
     f = map_flat(False, k.codes.reshape(-1), k.alpha.reshape(-1), yf, k.reciprocal_scale)
-    parts = np.empty((2, 3, inst.n_types))
-    gain, penalty, *_ = _score(False, False, yf[None], f[None], yf[None], np.empty((1, yf.size)),
-                               xx[None], 0, parts, np.arange(inst.n_edges) * inst.n_resources,
-                               k.type_starts, k.beta, np.empty((2, inst.n_resources)))
-    return RewardParts(gain - penalty, gain, penalty, parts[0, 0], parts[0, 1],
-                       parts[0, 2].astype(np.int64))
+    parts = np.empty((3, inst.n_types))
+    gain, penalty, _ = _score(False, yf, f, yf, np.empty(yf.size), xx, parts,
+                              np.arange(inst.n_edges) * inst.n_resources, k.type_starts, k.beta,
+                              np.empty(inst.n_resources))
+    return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
+                       parts[2].astype(np.int64))
 
 
 def reward(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> float:
@@ -430,8 +409,8 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
     """The step of ``n = rows.size`` copies; copy ``c`` plays the target ``a[rows[c]]`` ``(E
     K,)`` (float64, resource units: a decoded action or a learnable mode's target). Each
     copy's target is gathered into the plan's block layout, projected onto Y
-    (:func:`_project_blocks`) and scored against ``x[c]`` (:func:`_score`, two copies per
-    pass); ``codes``, ``alpha`` ``(E K,)``: the utilities in the plan's block layout
+    (:func:`_project_blocks`) and scored against ``x[c]`` (:func:`_score`); ``codes``,
+    ``alpha`` ``(E K,)``: the utilities in the plan's block layout
     (``kernel_arrays.block_codes``, ``block_alpha``); ``lin``: every utility is linear (the
     reward pass then multiplies by ``alpha`` itself).
 
@@ -441,29 +420,23 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
     n, n_res = rows.size, beta.size
     entries, edge_start = plan[0], plan[5]
     size, n_cols = entries.size, plan[4].size
-    # row j: the buffers of the j-th copy of a pair scored together
-    zb, vb, fb, lb = np.empty((2, size)), np.empty((2, size)), np.empty((2, size)), np.empty(
-        (2, n_cols))
+    zb, vb, fb, lb = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
     work = np.empty(WORK_ROWS * n_cols)
-    parts, tot = np.empty((2, 3, type_starts.size)), np.empty((2, n_res))
-    if lin:  # element loops: a slice assignment compiles numba's shape-error formatting
+    parts, tot = np.empty((3, type_starts.size)), np.empty(n_res)
+    if lin:  # element loop: a slice assignment compiles numba's shape-error formatting
         for p in range(size):
-            fb[0, p] = alpha[p]
-            fb[1, p] = alpha[p]
-    for c0 in range(0, n, 2):
-        m = min(n - c0, 2)
-        for j in range(m):
-            target = a[rows[c0 + j]]
-            for p in range(size):  # into the plan's block layout
-                zb[j, p] = target[entries[p]]
-            _project_blocks(zb[j], plan, n_res, vb[j], lb[j], work)
-            if not lin:
-                map_flat_into(False, codes, alpha, vb[j], s, fb[j])
-        r = _score(lin, m == 2, vb, fb, zb, y, x, c0, parts, edge_start, type_starts, beta, tot)
-        for j in range(m):
-            c = c0 + j
-            stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(r[3 * j + 2]), r[3 * j], r[3 * j + 1]
-            _utilization(lb[j], plan[1], inv_cap, util[c], util32[c])
+            fb[p] = alpha[p]
+    for c in range(n):
+        target = a[rows[c]]
+        for p in range(size):  # into the plan's block layout
+            zb[p] = target[entries[p]]
+        _project_blocks(zb, plan, n_res, vb, lb, work)
+        if not lin:
+            map_flat_into(False, codes, alpha, vb, s, fb)
+        gain, penalty, dist = _score(lin, vb, fb, zb, y[c], x[c], parts, edge_start,
+                                     type_starts, beta, tot)
+        stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(dist), gain, penalty
+        _utilization(lb, plan[1], inv_cap, util[c], util32[c])
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
