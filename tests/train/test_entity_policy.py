@@ -8,6 +8,7 @@ import pytest
 import torch as th
 from gymnasium import spaces
 from stable_baselines3 import PPO
+from stable_baselines3.common.logger import Logger
 
 from schedgym.train.policies import EntityPolicy, entity_space_sizes
 
@@ -132,6 +133,8 @@ def test_same_weights_play_two_sizes_of_fluctuating_speed(tmp_path):
     small = gym.make("schedgym/FluctuatingSpeed-v0", n_types=3, n_instances=5, **kw)
     model = PPO(EntityPolicy, small, n_steps=16, batch_size=16, n_epochs=1, device="cpu",
                 seed=0, policy_kwargs={"action_layout": "entity"})
+    # a logger with no outputs: SB3's default one makes an empty /tmp/SB3-<date> folder per run
+    model.set_logger(Logger(folder=None, output_formats=[]))
     model.learn(16)
     path = tmp_path / "m.zip"
     model.save(path)

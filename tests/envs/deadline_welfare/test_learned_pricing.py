@@ -21,6 +21,8 @@ def test_tiny_ppo_in_pricing_mode_is_saved_reloaded_and_compared(tmp_path):
     kw = {"action_mode": "pricing", **SMALL}
     model = sb3.PPO("MultiInputPolicy", gym.make(ENV_ID, **kw), n_steps=64, batch_size=32,
                     n_epochs=1, seed=0, device="cpu")
+    # a logger with no outputs: SB3's default one makes an empty /tmp/SB3-<date> folder per run
+    model.set_logger(sb3.common.logger.Logger(folder=None, output_formats=[]))
     model.learn(64)
     path = tmp_path / "model.zip"
     model.save(path)
