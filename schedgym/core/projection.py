@@ -44,18 +44,16 @@ WORK_ROWS = 2
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
-           s0: np.ndarray, th: np.ndarray, rows: tuple[int, ...] | range) -> None:
-    """:func:`project_block` for a block ``Z`` ``(n, G)`` with a group over its capacity;
-    ``s0`` ``(G,)`` are the groups' ``g(0)``, ``th`` ``(G,)`` scratch, ``n = len(rows)``.
-    ``rows`` is a tuple for ``n`` of 1 to 4 (its length a compile-time constant: the loops over
-    a group's entries unroll, and the loop over the groups, branch-free, can be vectorised),
-    else ``range(n)``.
+def _theta(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th: np.ndarray,
+           rows: tuple[int, ...] | range) -> None:
+    """Every group's theta into ``th`` ``(G,)``, for a block ``Z`` ``(n, G)`` with a group over
+    its capacity; ``s0`` ``(G,)`` are the groups' ``g(0)``, ``n = len(rows)``. ``rows`` is a
+    tuple for ``n`` of 1 to 4 (its length a compile-time constant: the loops over a group's
+    entries unroll, and the loop over the groups, branch-free, can be vectorised), else
+    ``range(n)``.
 
-    Per group, first theta into ``th``, then the clips: theta on g's first linear piece
-    ``g(theta) = s0 - m theta`` where it lies there, else by the bracket search; 0 for a group
-    within its capacity. Then the clip at theta, its rounding excess over ``c`` removed by a
-    rescaling, and the group's load.
+    Theta on g's first linear piece ``g(theta) = s0 - m theta`` where it lies there, else by
+    the bracket search; 0 for a group within its capacity.
 
     The bracket search: g is non-increasing (also as computed: clips and rounded additions
     are monotone), so the largest breakpoint ``lo`` with ``g > c`` (or 0: ``g(0) = s0 > c``)
@@ -96,20 +94,32 @@ def _solve(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.
         ok = (m > 0.0) & (t1 <= first)
         t1 = t1 if ok else t2
         th[g] = t1 if sg > cg else 0.0
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _clip(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
+          th: np.ndarray, tot: np.ndarray) -> None:
+    """The projection from the groups' thetas ``th`` ``(G,)``: the clip of every group at its
+    theta into ``V``, its rounding excess over ``c`` removed by a rescaling, and the groups'
+    loads; ``tot`` ``(G,)`` scratch. Loops over the entries outside, over the groups inside
+    (contiguous, branch-free): one compiled version serves every block size."""
+    n, G = Z.shape
     for g in range(G):
-        cg, theta = c[g], th[g]
-        tot = 0.0
-        for i in range(n):
-            v = min(max(Z[i, g] - theta, 0.0), A[i, g])
+        tot[g] = 0.0
+    for i in range(n):
+        for g in range(G):
+            v = min(max(Z[i, g] - th[g], 0.0), A[i, g])
             V[i, g] = v
-            tot += v
-        f = (cg / tot * _SHRINK if tot > 0.0 else 1.0) if tot > cg else 1.0  # rounding excess
-        ld = 0.0
-        for i in range(n):
-            v = V[i, g] * f
+            tot[g] += v
+    for g in range(G):
+        t, cg = tot[g], c[g]
+        tot[g] = (cg / t * _SHRINK if t > 0.0 else 1.0) if t > cg else 1.0  # rounding excess
+        load[g] = 0.0
+    for i in range(n):
+        for g in range(G):
+            v = V[i, g] * tot[g]
             V[i, g] = v
-            ld += v
-        load[g] = ld
+            load[g] += v
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
@@ -122,9 +132,9 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     GainOverhead).
 
     A block with no group over its capacity is the clip of every group to its box, its loads
-    the clipped sums (theta = 0 for all: the same values :func:`_solve` would give);
-    otherwise :func:`_solve`, compiled for blocks of 1, 2, 3 and 4 entries and once for any
-    size."""
+    the clipped sums (theta = 0 for all: the same values the general case would give);
+    otherwise the thetas by :func:`_theta`, compiled for blocks of 1, 2, 3 and 4 entries and
+    once for any size, then :func:`_clip`."""
     n, G = Z.shape
     if (A.shape != Z.shape or V.shape != Z.shape or c.size != G or load.size != G
             or work.shape[0] < WORK_ROWS or work.shape[1] != G):
@@ -139,17 +149,19 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     over = False
     for g in range(G):
         over |= s0[g] > c[g]
+    th = work[1]
     if over and n == 1:
-        _solve(Z, A, c, V, load, s0, work[1], (0,))
+        _theta(Z, A, c, s0, th, (0,))
     elif over and n == 2:
-        _solve(Z, A, c, V, load, s0, work[1], (0, 0))
+        _theta(Z, A, c, s0, th, (0, 0))
     elif over and n == 3:
-        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0))
+        _theta(Z, A, c, s0, th, (0, 0, 0))
     elif over and n == 4:
-        _solve(Z, A, c, V, load, s0, work[1], (0, 0, 0, 0))
+        _theta(Z, A, c, s0, th, (0, 0, 0, 0))
     elif over:
-        _solve(Z, A, c, V, load, s0, work[1], range(n))
+        _theta(Z, A, c, s0, th, range(n))
     if over:
+        _clip(Z, A, c, V, load, th, s0)  # s0 is spent: it holds the clips' totals
         return
     for i in range(n):
         for g in range(G):
