@@ -148,10 +148,10 @@ def make(name: str, env: Any, **kwargs: Any) -> Any:
     saying what is allowed.
     """
     if ":" in name and name.split(":", 1)[0].lower() in SB3_ALGOS:
-        if kwargs:
-            raise ValueError(f"learned agent {name!r} takes no keyword arguments, got "
-                             f"{sorted(kwargs)}")
-        return load_learned(name, env)
+        from schedgym.agents.played import learned_agent
+
+        learned_agent(None, name, kwargs)  # options checked before the model is loaded
+        return learned_agent(load_learned(name, env), name, kwargs)
     key = name.lower()
     if key not in _REGISTRY:
         raise ValueError(

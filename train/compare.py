@@ -68,7 +68,9 @@ def learned_env_kwargs(spec: str) -> dict[str, Any]:
 
     if not is_learned(spec):
         return {}
-    path = Path(spec.split(":", 1)[1])
+    from schedgym.train.runner import parse_agent_spec
+
+    path = Path(parse_agent_spec(spec)[0].split(":", 1)[1])
     meta_path = path.parent / "run.json"
     if not meta_path.is_file():
         return {}
@@ -256,7 +258,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="e.g. schedgym/GainOverhead-v0 (omit with --resume)")
     p.add_argument("--agents", default=None,
                    help="comma-separated agents: a name, name[key=value,...] for options, or "
-                   "ALGO:path.zip for a saved SB3 model, e.g. "
+                   "ALGO:path.zip for a saved SB3 model (its policy's mode; "
+                   "ALGO:path.zip[deterministic=false] plays its sampled actions, seeded by the "
+                   "episode seed), e.g. "
                    "ogasched,ogasched[timing=lookahead],fairness,ppo:runs/model.zip")
     p.add_argument("--seeds", default=None, help="episode seeds, e.g. 0-4 or 0,3,7 (default 0-2)")
     p.add_argument("--episodes", type=int, default=None,

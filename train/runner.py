@@ -103,6 +103,8 @@ def run_episode(
     sums: dict[str, float] = {k: 0.0 for k in spec}
     last: dict[str, float] = {}
     obs, _ = env.reset(seed=seed)
+    if hasattr(agent, "seed_episode"):  # an agent that draws its actions: reproducible draws
+        agent.seed_episode(seed)
     rewards: list[float] = []
     decide = first = 0.0
     t0 = time.perf_counter()

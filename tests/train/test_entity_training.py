@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from stable_baselines3 import PPO
 
@@ -60,6 +61,45 @@ def test_compare_plays_the_model_on_another_size(entity_run, tmp_path):
     assert all(r["status"] == "ok" and r["steps"] == 20 for r in recs)
     played = next(r for r in recs if r["key"][1] == spec)
     assert played["env_kwargs"] == {"action_mode": "scores", "obs_mode": "entities"}
+
+
+def test_stochastic_play_is_its_own_agent_and_reproducible(entity_run, tmp_path):
+    """``ppo:model.zip[deterministic=false]`` plays sampled actions, seeded by the episode
+    seed: two compares give the same records, and they differ from the mode's."""
+    spec = f"ppo:{entity_run.model_path}"
+    drawn = f"{spec}[deterministic=false]"
+    recs = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        assert cli(["compare", ENV_ID, "--agents", f"{spec},{drawn}", "--seeds", "100,101",
+                    "--instance-seeds", "1000", *OTHER, "--out", str(out), "--workers", "1",
+                    "--quiet", "--no-plots", "--no-benchmarks"]) == 0
+        lines = (out / "episodes.jsonl").read_text().splitlines()
+        recs.append({tuple(r["key"]): r for r in map(json.loads, lines)})
+    a, b = recs
+    assert {k[1] for k in a} == {spec, drawn}
+    assert all(a[k]["metrics"] == b[k]["metrics"] for k in a)  # reproducible, bit for bit
+    assert all(a[k]["env_kwargs"] == {"action_mode": "scores", "obs_mode": "entities"} for k in a)
+    mode = [a[k]["metrics"]["reward"] for k in sorted(a) if k[1] == spec]
+    sampled = [a[k]["metrics"]["reward"] for k in sorted(a) if k[1] == drawn]
+    assert mode != sampled
+
+
+def test_learned_agent_options_are_checked(entity_run):
+    env = gym.make(ENV_ID, obs_mode="entities", action_mode="scores", **SMALL)
+    spec = f"ppo:{entity_run.model_path}"
+    with pytest.raises(ValueError, match="has no option temperature"):
+        make(spec, env, temperature=2.0)
+    with pytest.raises(ValueError, match="deterministic='no' is invalid: must be true or false"):
+        make(spec, env, deterministic="no")
+    assert make(spec, env, deterministic=True).__class__.__name__ == "PPO"
+    agent = make(spec, env, deterministic=False)
+    obs, _ = env.reset(seed=3)
+    agent.seed_episode(3)
+    first = agent.predict(obs, deterministic=True)[0]  # the spec wins: still a draw
+    agent.seed_episode(3)
+    np.testing.assert_array_equal(agent.predict(obs)[0], first)
+    assert not np.array_equal(first, agent.model.predict(obs, deterministic=True)[0])
 
 
 def test_agent_rebuilds_the_spaces_for_any_size(entity_run):
