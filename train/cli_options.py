@@ -30,6 +30,19 @@ from typing import Any
 MODULE_PREFIX = "schedgym:"
 
 
+def positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1 (``--workers``): the message names the
+    value received and what is allowed."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer: must be >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is invalid: must be >= 1 (omit it for the "
+                                         "number of CPUs)")
+    return value
+
+
 def parse_overrides(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
     """``["horizon=500", "beta_range=0.4:0.6"]`` -> ``{"horizon": 500, "beta_range": (0.4, 0.6)}``.
 
@@ -174,8 +187,9 @@ def add_parallel_options(p: argparse.ArgumentParser, what: str = "the episodes",
     ``HOST:PORT``: a cluster), the two arguments of
     :func:`schedgym.train.backend.run_calls`. ``what``: the jobs that run in parallel, in the
     help text; ``condition``: a help prefix such as ``"with --seeds: "``."""
-    p.add_argument("--workers", type=int, default=None,
-                   help=f"{condition}parallel worker processes (default: number of CPUs)")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help=f"{condition}parallel worker processes, at least 1 (default: number of "
+                   "CPUs)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help=f"{condition}run {what} as Ray tasks: alone, a local Ray; 'auto' or "
                    "HOST:PORT joins a cluster started with 'ray start --head'")

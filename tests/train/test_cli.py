@@ -53,6 +53,19 @@ def test_unknown_env_id_is_one_line_and_exit_2(capsys, cmd):
     assert f"did you mean {GO}?" in line
 
 
+@pytest.mark.parametrize("cmd", [["train", "ppo", GO], ["compare", GO, "--agents", "drf"]])
+@pytest.mark.parametrize("value, says", [("0", "0 is invalid: must be >= 1"),
+                                         ("-2", "-2 is invalid: must be >= 1"),
+                                         ("two", "'two' is not an integer: must be >= 1")])
+def test_workers_must_be_a_positive_count(capsys, cmd, value, says):
+    with pytest.raises(SystemExit) as exc:
+        main([*cmd, "--workers", value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"argument --workers: {says}" in err
+
+
 def test_set_needs_key_value():
     assert parse_overrides(["horizon=5", "beta_range=0.4:0.6"]) == {"horizon": 5,
                                                                   "beta_range": (0.4, 0.6)}
