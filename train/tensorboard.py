@@ -254,13 +254,21 @@ def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: st
                   scenario: str | None = None, instance_seed: int = 0,
                   overrides: dict[str, Any] | None = None, log_every: int = 1000,
                   span: int | None = None) -> Path:
-    """Play ``agent_spec`` (any agent, classical or ``ppo:model.zip``) on ``seeds`` one after
+    """Play ``agent_spec`` (any agent, classical or ``ppo:model.zip``, each in the action and
+    observation mode it plays in, whatever ``overrides`` says of them) on ``seeds`` one after
     another and write the shared tags to ``logdir`` (e.g. ``runs/GainOverhead-v0/ogasched``, or
     ``ogasched-2`` if that one already holds a run); returns the folder written. ``span``: as
     reference lines across a learner's ``0..span`` steps (:func:`log_classical`)."""
+    from schedgym.agents.registry import play_kwargs
+    from schedgym.train.backend import PLAY_KEYS
+    from schedgym.train.compare import learned_env_kwargs
     from schedgym.train.runner import build_agent, make_env, run_episode
 
-    env = make_env(env_id, scenario, instance_seed, overrides)
+    # the agent plays in its own mode, as in compare: a learner's run.json, a classical agent's
+    # own mode (fixed-price: prices), else the default; never the training run's mode
+    world = {k: v for k, v in (overrides or {}).items() if k not in PLAY_KEYS}
+    mode = learned_env_kwargs(agent_spec) or play_kwargs(agent_spec, env_id)
+    env = make_env(env_id, scenario, instance_seed, world, **mode)
     agent = build_agent(agent_spec, env)
     spec = metric_spec(env)
     episodes = []

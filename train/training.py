@@ -320,12 +320,21 @@ def _plan(cfg: TrainConfig) -> _Plan:
             probe.reset(seed=0)
             probe.step(probe.action_space.sample())
         if cfg.beside:
-            from schedgym.train.compare import check_agent_name
-            from schedgym.train.runner import build_agent
+            from schedgym.agents.registry import play_kwargs
+            from schedgym.train.backend import PLAY_KEYS
+            from schedgym.train.compare import check_agent_name, learned_env_kwargs
+            from schedgym.train.runner import build_agent, make_env
 
             for agent_spec in cfg.beside:
                 check_agent_name(agent_spec)  # "did you mean" for a misspelt name
-                build_agent(agent_spec, probe)
+                own = make_env(cfg.env_id, cfg.scenario, cfg.training_instances()[0],
+                               {k: v for k, v in env_kw.items() if k not in PLAY_KEYS},
+                               **(learned_env_kwargs(agent_spec)
+                                  or play_kwargs(agent_spec, cfg.env_id)))
+                try:
+                    build_agent(agent_spec, own)  # in its own mode, as play_beside plays it
+                finally:
+                    own.close()
         spec = metric_spec(probe)
         horizon = getattr(probe.spec, "max_episode_steps", None) or getattr(
             probe.unwrapped, "horizon", None)
@@ -628,10 +637,11 @@ def play_beside(cfg: TrainConfig, env_kw: dict[str, Any], span: int | None = Non
                 ) -> list[Path]:
     """Play ``cfg.beside`` on ``cfg.beside_seeds`` into ``out/<Env-vN>/<agent>/`` (same tags as
     training), as flat reference lines across the learner's ``0..span`` steps; returns the
-    folders written. Classical agents play the default action mode."""
+    folders written. Every agent plays in its own mode (:func:`run_classical`), not the
+    learner's."""
     from schedgym.train.tensorboard import run_classical, run_name
 
-    kw = {k: v for k, v in env_kw.items() if k not in ("scenario", "action_mode")}
+    kw = {k: v for k, v in env_kw.items() if k != "scenario"}
     written = []
     for agent in cfg.beside:
         folder = Path(cfg.out) / env_folder(cfg.env_id) / run_name(agent)

@@ -151,3 +151,18 @@ def test_compare_tensorboard_keeps_what_train_beside_wrote(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     assert sorted(beside.glob("events.out.tfevents.*")) == kept
     assert any((beside.parent / "random-2").glob("events.out.tfevents.*"))
+
+
+def test_train_beside_plays_every_agent_in_its_own_mode(tmp_path):
+    """An entity-policy learner in the prices mode, beside OgaSched (the default allocation
+    mode) and fixed-price (the prices mode, flat observations): each plays in its own mode,
+    as in compare, and both folders get their reference lines."""
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+
+    ov = small_overrides(GO)
+    res = train("ppo", GO, policy="entity", timesteps=32, overrides=ov, out=tmp_path / "runs",
+                hyperparams={"n_steps": 16, "batch_size": 32}, eval_freq=0, checkpoint_freq=0,
+                beside=["ogasched", "fixed-price"], beside_seeds=[100])
+    assert [d.name for d in res.beside_dirs] == ["ogasched", "fixed-price"]
+    for d in res.beside_dirs:
+        assert "schedgym/episode/reward" in read_scalars(d)
