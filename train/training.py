@@ -769,15 +769,19 @@ def next_command(cfg: TrainConfig, model_path: Path) -> str:
     agent of the env (the table's ratios then run to the best of them, whichever it is in this
     setting, not to the paper's algorithm) and its ceiling (``myopic-opt`` as an agent; the
     oracle or OPT as the run's benchmark), on the same env settings and held-out episode seeds
-    100-104. ``random`` and clairvoyant agents are left out."""
+    100-104; an entity policy is raced both as its mode and as its sampled actions. ``random``
+    and clairvoyant agents are left out."""
     import shlex
 
     from schedgym.agents import registry
 
     rivals = [n for n in registry.names_for(cfg.env_id)
               if n != "random" and not registry.is_benchmark(n)]
+    learner = [f"{cfg.algo}:{model_path}"]
+    if cfg.policy == "entity":  # its mode and its draws (docs/learned-vs-classical.md, 7c)
+        learner.append(f"{learner[0]}[deterministic=false]")
     return shlex.join(["schedgym", "compare", cfg.env_id, "--agents",
-                       ",".join([*rivals, f"{cfg.algo}:{model_path}"]), "--seeds", "100-104",
+                       ",".join([*rivals, *learner]), "--seeds", "100-104",
                        *_env_flags(cfg, compare=True)])
 
 

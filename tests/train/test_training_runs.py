@@ -193,6 +193,11 @@ def test_next_command_is_runnable_and_keeps_the_env_settings(tmp_path):
     fs = shlex.split(next_command(_cfg(tmp_path, env_id=FS, overrides={}), tmp_path / "m.zip"))
     fs_agents = fs[fs.index("--agents") + 1].split(",")
     assert "esdp-aa" in fs_agents and "oracle" not in fs_agents and "random" not in fs_agents
+    entity = shlex.split(next_command(_cfg(tmp_path, env_id=FS, overrides={}, policy="entity"),
+                                      tmp_path / "m.zip"))
+    entity_agents = entity[entity.index("--agents") + 1].split(",")
+    model = f"a2c:{tmp_path / 'm.zip'}"
+    assert entity_agents[-2:] == [model, f"{model}[deterministic=false]"]
 
 
 def test_run_json_records_env_kwargs_and_instances(tmp_path):
