@@ -51,7 +51,6 @@ from schedgym.train.cli_options import (
     add_parallel_options,
     add_run_folder_options,
     check_out_folder,
-    free_run_folder,
     parse_overrides,
 )
 from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
@@ -364,7 +363,8 @@ def open_store(args: argparse.Namespace) -> RunStore:
     else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
         out = Path("results/compare") / run_folder_name(
             args.env_id, args.scenario, overrides, run.to_json())
-        out = out if args.overwrite else free_run_folder(check_out_folder(out))
+        if not args.overwrite:  # the next free name, also when another run takes one first
+            return RunStore.create_free(check_out_folder(out), run)
     return RunStore.create(out, run, overwrite=args.overwrite)
 
 

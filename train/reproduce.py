@@ -31,7 +31,6 @@ from schedgym.train.cli_options import (
     add_run_folder_options,
     add_set_option,
     check_out_folder,
-    free_run_folder,
     parse_overrides,
 )
 from schedgym.train.runner import EpisodeResult
@@ -509,7 +508,8 @@ def _new_store(args: argparse.Namespace) -> RunStore:
     else:  # the default folder: a repeated command gets NAME-2, ... (never overwrites)
         out = Path("results/reproduce") / run_folder_name(
             cfg["name"], None, overrides, spec.to_json()).replace("-paper-default", "", 1)
-        out = out if args.overwrite else free_run_folder(check_out_folder(out))
+        if not args.overwrite:  # the next free name, also when another run takes one first
+            return RunStore.create_free(check_out_folder(out), spec)
     return RunStore.create(out, spec, overwrite=args.overwrite)
 
 

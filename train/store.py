@@ -106,6 +106,10 @@ def _warn(text: str) -> None:
     print(f"schedgym: {text}", file=sys.stderr)
 
 
+class RunFolderExists(ValueError):
+    """The run folder to create is already there (a one-line ``ValueError`` for the user)."""
+
+
 @dataclass
 class RunStore:
     """An open run folder (see the module docstring). Use :meth:`create` or :meth:`open`.
@@ -149,7 +153,7 @@ class RunStore:
                     path.unlink()
             os.mkdir(path)
         except FileExistsError:
-            raise ValueError(
+            raise RunFolderExists(
                 f"out={str(path)!r} is invalid: the run folder exists; finish it with "
                 f"--resume {path}, replace it with --overwrite, or choose another --out"
             ) from None
@@ -167,6 +171,20 @@ class RunStore:
             raise ValueError(f"out={str(path)!r} is not writable: {exc.strerror or exc}"
                              ) from None
         return store
+
+    @classmethod
+    def create_free(cls, path: str | Path, spec: RunSpec) -> RunStore:
+        """:meth:`create` in the first free folder of ``path``, ``path-2``, ``path-3``, ...
+        (a default run folder): when another process creates the chosen one first (two
+        identical commands started at once), the next free name is taken instead."""
+        from schedgym.train.cli_options import free_run_folder
+
+        for _ in range(100):
+            try:
+                return cls.create(free_run_folder(path), spec)
+            except RunFolderExists:
+                continue  # taken between the look and the mkdir: look again
+        raise ValueError(f"out={str(path)!r}: could not claim a free run folder; give --out")
 
     @classmethod
     def open(cls, path: str | Path, lock: bool = True) -> RunStore:

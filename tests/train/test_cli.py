@@ -7,6 +7,7 @@ import argparse
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -231,6 +232,33 @@ def test_repeating_a_command_with_the_default_folder_gets_a_new_one(tmp_path, mo
     assert second.path.name == first.path.name + "-2"
     assert second.path.parent == first.path.parent
     assert (first.path / "meta.json").is_file() and (second.path / "meta.json").is_file()
+
+
+@pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random", "--set", "horizon=5"],
+                                 ["reproduce", "ogasched-headline", "--set", "horizon=5"]])
+def test_two_identical_commands_at_once_get_two_folders(tmp_path, monkeypatch, cmd):
+    """Two identical commands started at the same instant both see the default folder free;
+    the one whose mkdir comes second takes the next free name instead of exiting 2."""
+    from schedgym.train import cli_options, compare, reproduce
+
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(cmd)
+    opener = compare.open_store if cmd[0] == "compare" else reproduce._new_store
+    first = opener(args)
+    first.close()
+    real = cli_options.free_run_folder
+    looks = []
+
+    def stale_look(path):  # the first look happened before the other run's mkdir
+        looks.append(path)
+        return Path(path) if len(looks) == 1 else real(path)
+
+    monkeypatch.setattr(cli_options, "free_run_folder", stale_look)
+    second = opener(args)
+    second.close()
+    assert len(looks) == 2
+    assert second.path.name == first.path.name + "-2"
+    assert (second.path / "meta.json").is_file()
 
 
 # ------------------------------------------------------------- did you mean (issue 23)
