@@ -217,6 +217,23 @@ def _display(rows: list[dict[str, Any]], legend: dict[str, Any]) -> list[tuple[s
 PIPE_WIDTH = 1000
 
 
+def display_names(agents: Sequence[str]) -> dict[str, str]:
+    """Each agent's label in the printed table: a learned ``ALGO:path/to/run/model.zip[opts]``
+    as ``ALGO:…/run/model.zip[opts]`` (its folder and file; the full path stays in the files),
+    unless two agents would then read the same; every other agent as it is."""
+    from schedgym.train.plots import is_learned
+
+    short = {}
+    for a in agents:
+        name, bracket, opts = a.partition("[")
+        algo, _, path = name.partition(":")
+        parts = Path(path).parts
+        short[a] = (f"{algo}:…/{parts[-2]}/{parts[-1]}{bracket}{opts}"
+                    if is_learned(a) and len(parts) > 2 else a)
+    clash = {v for v in short.values() if list(short.values()).count(v) > 1}
+    return {a: (a if v in clash else v) for a, v in short.items()}
+
+
 def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
                 files: str = "", width: int | None = None) -> None:
     """The key columns as a table that fits the terminal (``width``: default its width; piped
@@ -241,12 +258,13 @@ def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,
     if multi:
         table.add_column("over instances min..max", justify="right", overflow="fold")
     table.add_column("ms/decision", justify="right", overflow="fold")
+    label = display_names([row["agent"] for row in rows])
     for row in rows:
         cells = [fmt_ci(row.get(k, float("nan")), row.get(k + "_ci", float("nan")), 3)
                  for k, _ in cols]
         if multi:
             cells.append(f"{row['ratio_to_ref_min']:.3f}..{row['ratio_to_ref_max']:.3f}")
-        table.add_row(escape(row["agent"]), *cells, f"{row['decision_ms']:.3g}")
+        table.add_row(escape(label[row["agent"]]), *cells, f"{row['decision_ms']:.3g}")
     Console(width=width, soft_wrap=False).print(table)
     n_inst = len(legend["instances"])
     print(f"mean ± 95% CI (Student t) over {rows[0]['episodes']} episodes"

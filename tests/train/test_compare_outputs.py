@@ -486,3 +486,16 @@ def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
                  "ms/decision"):
         assert name in header, header
     assert any("ogasched[timing=lookahead,eta0=5]" in line for line in out.splitlines())
+
+
+def test_learned_agents_are_labelled_by_run_folder_and_file_in_the_table():
+    from schedgym.train.report import display_names
+
+    a = "ppo:/home/u/runs/FluctuatingSpeed-v0/ppo_s0/model.zip"
+    b = "ppo:/home/u/runs/FluctuatingSpeed-v0/ppo_s1/model.zip[deterministic=false]"
+    twin = "ppo:/elsewhere/ppo_s0/model.zip"
+    names = display_names(["esdp-aa", "hauf[x=1]", a, b, "ppo:m.zip"])
+    assert names == {"esdp-aa": "esdp-aa", "hauf[x=1]": "hauf[x=1]",
+                     a: "ppo:…/ppo_s0/model.zip",
+                     b: "ppo:…/ppo_s1/model.zip[deterministic=false]", "ppo:m.zip": "ppo:m.zip"}
+    assert display_names([a, twin]) == {a: a, twin: twin}  # the same short label: both in full
