@@ -29,5 +29,6 @@ register("equal-share", "schedgym.agents.baselines.deadline_welfare:EqualShare",
 register("jsq", "schedgym.agents.baselines.deadline_welfare:JSQ", _DW)
 register("myopic-welfare", "schedgym.agents.myopic_welfare:MyopicWelfare", _DW)
 register("fixed-price", "schedgym.agents.baselines.fixed_price:FixedPrice", _GO + _DW)
+register("time-of-use", "schedgym.agents.baselines.time_of_use:TimeOfUse", _DW)
 
 __all__ = ["Agent", "is_benchmark", "make", "names", "register"]

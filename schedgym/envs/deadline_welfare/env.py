@@ -23,7 +23,13 @@ from schedgym.core.envbase import (
     unit_box,
     validate_action,
 )
-from schedgym.core.validation import check_bool, check_choice, check_float, check_int
+from schedgym.core.validation import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_seed,
+)
 from schedgym.envs.deadline_welfare import dynamics, entities, viewer
 from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_pricing
 from schedgym.envs.deadline_welfare.generator import (
@@ -491,6 +497,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
                 "alpha_hat": self._alpha, "episode_seed": episode_seed}
         return self._obs(), info
+
+    def sample_jobs(self, episode_seed: int) -> Jobs:
+        """The jobs the scenario draws for ``episode_seed`` (a non-negative integer), without
+        touching this env's episode: a sample of the job distribution, for an agent that plans
+        with the distribution (it never sees the current episode's seed)."""
+        seed = check_seed("episode_seed", episode_seed)
+        if seed is None:
+            raise ValueError("episode_seed=None is invalid: must be an integer >= 0")
+        return self._sample_jobs(seed)
 
     def show_state(self, jobs: Jobs | None, n: int, usage: np.ndarray,
                    totals: Sequence[float], bounds: tuple[float, float], alpha: float) -> None:
