@@ -1,14 +1,13 @@
 """Room above ``myopic-welfare`` on DeadlineWelfare-v0: time-of-use prices, online and clairvoyant.
 
-A probe, not an agent of the roster. Each job still takes its own best response (the
-``pricing`` decoder's ``best_response``, played through ``action_mode="dispatch"``), but against
-a price per mesh unit ``lam * v * D(r, t) / C(r, t)``, where ``D`` is the workload that jobs
-arriving in later slots are expected to want on that unit (each job's workload spread evenly
-over its allowed units):
+Each job still takes its own best response (the ``pricing`` decoder's ``best_response``, played
+through ``action_mode="dispatch"``), but against a price per mesh unit
+``lam * v * D(r, t) / C(r, t)``, where ``D`` is the workload that jobs arriving in later slots
+want on that unit (each job's workload spread evenly over its allowed units):
 
-- ``online``: ``D`` averaged over ``--futures`` synthetic episodes drawn from the scenario's own
-  job distribution (the env's job sampler with seeds 10**9 + k; never the episode's real jobs);
-- ``clairvoyant``: ``D`` from the episode's real later jobs (an upper reference for this rule).
+- ``online``: the ``time-of-use`` agent (:mod:`schedgym.agents.baselines.time_of_use`), whose
+  ``D`` is the mean over synthetic episodes of the scenario's own job distribution;
+- ``clairvoyant``: ``D`` from the episode's real later jobs (an upper reference for the rule).
 
 ``lam = 0`` is the zero price: each job's myopic welfare maximiser, the decisions of
 ``myopic-welfare`` and ``fixed-price``. Prints the mean welfare per episode and the paired ratio
@@ -27,47 +26,39 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import schedgym  # noqa: F401  (registers the envs)
+from schedgym import agents
+from schedgym.agents.baselines.time_of_use import job_shares
 from schedgym.envs.deadline_welfare.actions import best_response
 
 LAMS = (0.0, 0.03, 0.1, 0.3, 1.0)
 
 
-def shares(jobs: Any) -> np.ndarray:
-    """``(N, R, T)``: each job's workload spread evenly over its allowed units."""
-    m = jobs.mask
-    per_unit = jobs.workload / np.maximum(m.sum(axis=(1, 2)), 1)
-    return np.where(m, per_unit[:, None, None], 0.0)
-
-
-def expected_later(env: Any, futures: int) -> np.ndarray:
-    """``(T + 1, R, T)``: row ``s`` is the expected demand of the jobs arriving after slot ``s``,
-    averaged over ``futures`` synthetic episodes of the env's job distribution."""
-    u = env.unwrapped
-    acc = np.zeros((u.instance.horizon + 1, *u.instance.capacity.shape))
-    for k in range(futures):
-        jobs = u._sample_jobs(10**9 + k)
-        for n, d in enumerate(shares(jobs)):
-            acc[: jobs.arrival[n]] += d
-    return acc / futures
-
-
-def episode(env: Any, seed: int, lam: float, later: np.ndarray | None) -> float:
-    """Welfare of one episode; ``later`` as :func:`expected_later`, or None (clairvoyant)."""
+def clairvoyant(env: Any, seed: int, lam: float) -> float:
+    """Welfare of one episode with ``D`` from the episode's real later jobs."""
     u = env.unwrapped
     env.reset(seed=seed)
     jobs, cap = u.jobs, u.instance.capacity
-    real = shares(jobs)
+    real = job_shares(jobs)
     total = 0.0
     for n in range(jobs.n_jobs):
         m = jobs.mask[n]
-        demand = later[jobs.arrival[n]] if later is not None else real[n + 1:].sum(axis=0)
-        price = lam * u.bounds[1] * demand[m] / cap[m]
+        price = lam * u.bounds[1] * real[n + 1:].sum(axis=0)[m] / cap[m]
         room = np.maximum(0.0, np.minimum(jobs.capability[n][m], cap[m] - u.usage[m]))
         x = np.zeros(m.shape)
         x[m] = best_response(u.instance.family_code, jobs.coef[n][m], jobs.weight[n][m],
                              cap[m], room, price, float(jobs.workload[n]))
         total += float(env.step(u.encode_action(x))[1])
+    return total
+
+
+def online(env: Any, seed: int, agent: Any) -> float:
+    """Welfare of one episode played by ``agent``."""
+    obs, _ = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, r, terminated, truncated, _ = env.step(agent.predict(obs, deterministic=True)[0])
+        total += float(r)
+        done = terminated or truncated
     return total
 
 
@@ -86,13 +77,13 @@ def main() -> None:
     for i in seeds(args.instance_seeds):
         env = gym.make("schedgym/DeadlineWelfare-v0", scenario="congested", utility="linear",
                        action_mode="dispatch", instance_seed=i)
-        later = expected_later(env, args.futures)
+        players = {lam: agents.make("time-of-use", env, lam=lam, futures=args.futures)
+                   for lam in LAMS}
         for s in seeds(args.seeds):
             for lam in LAMS:
-                for kind, table in (("online", later), ("clairvoyant", None)):
-                    if lam == 0.0 and kind == "clairvoyant":
-                        continue
-                    out.setdefault((kind, lam), []).append(episode(env, s, lam, table))
+                out.setdefault(("online", lam), []).append(online(env, s, players[lam]))
+                if lam > 0.0:
+                    out.setdefault(("clairvoyant", lam), []).append(clairvoyant(env, s, lam))
     base = np.array(out[("online", 0.0)])
     print(f"zero price (myopic welfare): {base.mean():,.1f} per episode ({base.size} episodes)")
     print(f"{'prices':>12} {'lam':>5} {'welfare':>9} {'/ zero':>8} {'+-':>7}")

@@ -14,7 +14,7 @@ expected to want there, each job's workload spread evenly over its allowed units
 estimated once, at construction, from ``futures`` synthetic episodes of the scenario's own job
 distribution (:meth:`DeadlineWelfareEnv.sample_jobs` with seeds drawn from the named stream
 ``time_of_use`` of the instance seed), never from the episode being played: the rule is
-online. ``lam = 0`` is ``myopic-welfare``. The default ``lam = 0.3`` was chosen on the training
+online. ``lam = 0`` is ``myopic-welfare``. The default ``lam = 0.1`` was chosen on the training
 instances of the generalisation track (docs/learned-vs-classical.md, section 9; ``python
 benchmarks/dw_time_of_use.py``), not on its test instances.
 """
@@ -59,7 +59,7 @@ class TimeOfUse(_MeshBaseline):
 
     name = "time-of-use"
 
-    def __init__(self, env: Any, lam: float = 0.3, futures: int = 30) -> None:
+    def __init__(self, env: Any, lam: float = 0.1, futures: int = 30) -> None:
         super().__init__(env)
         self.lam = check_float("lam", lam, low=0.0)
         self.futures = check_int("futures", futures, min_value=1, max_value=10_000)
