@@ -41,10 +41,11 @@ def kernel_sources(root: Path) -> list[Path]:
     return [path for _, path in sorted(found) if b"numba" in path.read_bytes()]
 
 
-def source_hash(root: Path) -> str:
-    """Hex SHA-256 over the relative path and content of each of :func:`kernel_sources`."""
+def source_hash(root: Path, sources: list[Path] | None = None) -> str:
+    """Hex SHA-256 over the relative path and content of each of ``sources`` (default
+    :func:`kernel_sources` of ``root``)."""
     h = sha256()
-    for path in kernel_sources(root):
+    for path in kernel_sources(root) if sources is None else sources:
         h.update(os.path.relpath(path, root).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -65,7 +66,7 @@ def install(root: Path = _ROOT) -> bool:
     the last call; returns whether it did."""
     stamp = root / STAMP
     sources = kernel_sources(root)
-    digest = source_hash(root)
+    digest = source_hash(root, sources)  # one walk of the package per import
     try:
         if stamp.read_text() == digest:
             return False
