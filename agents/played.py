@@ -39,9 +39,10 @@ class StochasticModel:
                                   deterministic=False)
 
 
-def learned_agent(model: Any, spec: str, options: dict[str, Any]) -> Any:
-    """The agent a learned ``spec`` with ``options`` plays: ``model`` itself, or a
-    :class:`StochasticModel` of it for ``deterministic=false``."""
+def deterministic_option(spec: str, options: dict[str, Any]) -> bool:
+    """Whether a learned ``spec`` with ``options`` plays its policy's mode (``True``, the
+    default) or its sampled actions (``deterministic=false``); unknown options and values are a
+    ``ValueError`` naming them, before any model is loaded."""
     unknown = sorted(set(options) - set(LEARNED_OPTIONS))
     if unknown:
         raise ValueError(f"learned agent {spec!r} has no option {', '.join(unknown)}: its options "
@@ -50,4 +51,4 @@ def learned_agent(model: Any, spec: str, options: dict[str, Any]) -> Any:
     if not isinstance(det, bool):
         raise ValueError(f"learned agent {spec!r}: deterministic={det!r} is invalid: must be "
                          "true or false")
-    return model if det else StochasticModel(model)
+    return det

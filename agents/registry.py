@@ -148,10 +148,11 @@ def make(name: str, env: Any, **kwargs: Any) -> Any:
     saying what is allowed.
     """
     if ":" in name and name.split(":", 1)[0].lower() in SB3_ALGOS:
-        from schedgym.agents.played import learned_agent
+        from schedgym.agents.played import StochasticModel, deterministic_option
 
-        learned_agent(None, name, kwargs)  # options checked before the model is loaded
-        return learned_agent(load_learned(name, env), name, kwargs)
+        deterministic = deterministic_option(name, kwargs)  # checked before loading
+        model = load_learned(name, env)
+        return model if deterministic else StochasticModel(model)
     key = name.lower()
     if key not in _REGISTRY:
         raise ValueError(
