@@ -81,6 +81,13 @@ def learned_env_kwargs(spec: str) -> dict[str, Any]:
     return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
 
 
+def agent_mode(spec: str, env_id: str) -> dict[str, Any]:
+    """The ``gym.make`` kwargs of the mode ``spec`` plays in on ``env_id``: a learned agent's
+    own (:func:`learned_env_kwargs`), else a classical agent's
+    (:func:`~schedgym.agents.registry.play_kwargs`; ``{}`` for the default mode)."""
+    return learned_env_kwargs(spec) or play_kwargs(spec, env_id)
+
+
 def check_agent_name(spec: str) -> None:
     """An agent spec whose name is no registered agent (nor ``ALGO:path.zip``) is a
     ``ValueError`` suggesting the closest name (``ogashed`` -> did you mean 'ogasched'?)."""
@@ -189,8 +196,7 @@ def compare_spec(env_id: str, specs: list[str], seeds: list[int], scenario: str 
     return RunSpec(
         command="compare", env_id=env_id, scenario=scenario, overrides=dict(overrides or {}),
         agents=tuple(specs),
-        agent_env_kwargs={s: kw for s in specs
-                          if (kw := learned_env_kwargs(s) or play_kwargs(s, env_id))},
+        agent_env_kwargs={s: kw for s in specs if (kw := agent_mode(s, env_id))},
         seeds=tuple(seeds), instance_seeds=tuple(instance_seeds or [0]),
         benchmarks=benchmarks, reference=reference, record_steps=record_steps,
         settings=(Setting("", dict(overrides or {})),))

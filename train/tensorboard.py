@@ -250,6 +250,19 @@ def log_classical(logdir: str | Path, spec: dict[str, str],
     return logdir
 
 
+def make_agent_env(env_id: str, agent_spec: str, scenario: str | None = None,
+                   instance_seed: int = 0, overrides: dict[str, Any] | None = None) -> Any:
+    """The env ``agent_spec`` plays in, as in compare: the world of ``overrides`` with their
+    mode keys (:data:`~schedgym.train.backend.PLAY_KEYS`, e.g. a learner's ``obs_mode``) left
+    out, in the agent's own mode (:func:`~schedgym.train.compare.agent_mode`)."""
+    from schedgym.train.backend import PLAY_KEYS
+    from schedgym.train.compare import agent_mode
+    from schedgym.train.runner import make_env
+
+    world = {k: v for k, v in (overrides or {}).items() if k not in PLAY_KEYS}
+    return make_env(env_id, scenario, instance_seed, world, **agent_mode(agent_spec, env_id))
+
+
 def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: str | Path,
                   scenario: str | None = None, instance_seed: int = 0,
                   overrides: dict[str, Any] | None = None, log_every: int = 1000,
@@ -259,16 +272,9 @@ def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: st
     another and write the shared tags to ``logdir`` (e.g. ``runs/GainOverhead-v0/ogasched``, or
     ``ogasched-2`` if that one already holds a run); returns the folder written. ``span``: as
     reference lines across a learner's ``0..span`` steps (:func:`log_classical`)."""
-    from schedgym.agents.registry import play_kwargs
-    from schedgym.train.backend import PLAY_KEYS
-    from schedgym.train.compare import learned_env_kwargs
-    from schedgym.train.runner import build_agent, make_env, run_episode
+    from schedgym.train.runner import build_agent, run_episode
 
-    # the agent plays in its own mode, as in compare: a learner's run.json, a classical agent's
-    # own mode (fixed-price: prices), else the default; never the training run's mode
-    world = {k: v for k, v in (overrides or {}).items() if k not in PLAY_KEYS}
-    mode = learned_env_kwargs(agent_spec) or play_kwargs(agent_spec, env_id)
-    env = make_env(env_id, scenario, instance_seed, world, **mode)
+    env = make_agent_env(env_id, agent_spec, scenario, instance_seed, overrides)
     agent = build_agent(agent_spec, env)
     spec = metric_spec(env)
     episodes = []

@@ -320,17 +320,14 @@ def _plan(cfg: TrainConfig) -> _Plan:
             probe.reset(seed=0)
             probe.step(probe.action_space.sample())
         if cfg.beside:
-            from schedgym.agents.registry import play_kwargs
-            from schedgym.train.backend import PLAY_KEYS
-            from schedgym.train.compare import check_agent_name, learned_env_kwargs
-            from schedgym.train.runner import build_agent, make_env
+            from schedgym.train.compare import check_agent_name
+            from schedgym.train.runner import build_agent
+            from schedgym.train.tensorboard import make_agent_env
 
             for agent_spec in cfg.beside:
                 check_agent_name(agent_spec)  # "did you mean" for a misspelt name
-                own = make_env(cfg.env_id, cfg.scenario, cfg.training_instances()[0],
-                               {k: v for k, v in env_kw.items() if k not in PLAY_KEYS},
-                               **(learned_env_kwargs(agent_spec)
-                                  or play_kwargs(agent_spec, cfg.env_id)))
+                own = make_agent_env(cfg.env_id, agent_spec, cfg.scenario,
+                                     cfg.training_instances()[0], env_kw)
                 try:
                     build_agent(agent_spec, own)  # in its own mode, as play_beside plays it
                 finally:
