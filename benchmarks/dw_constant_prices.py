@@ -18,7 +18,8 @@ import itertools
 import gymnasium as gym
 import numpy as np
 
-import schedgym  # noqa: F401  (registers the envs)
+from schedgym import agents
+from schedgym.train.runner import run_episode
 
 #: Grid per action entry: reserve price and congestion slope (fractions of v: p = v max(0, a)),
 #: and the served fraction's entry (q = min(1, 1 + a)).
@@ -28,20 +29,14 @@ SERVED = (0.0, -0.1)
 
 
 def welfare(action: tuple[float, float, float], instances: int, episodes: int) -> np.ndarray:
-    """Welfare of every (instance seed, episode seed) episode under the constant ``action``."""
-    a = np.asarray(action, dtype=np.float32)
+    """Welfare of every (instance seed, episode seed) episode under the constant ``action``
+    (the ``fixed-price`` agent with ``price=action``)."""
     out = []
     for i in range(instances):
         env = gym.make("schedgym/DeadlineWelfare-v0", scenario="congested", utility="linear",
                        action_mode="pricing", instance_seed=i)
-        for s in range(episodes):
-            env.reset(seed=s)
-            total, done = 0.0, False
-            while not done:
-                _, r, terminated, truncated, _ = env.step(a)
-                total += float(r)
-                done = terminated or truncated
-            out.append(total)
+        agent = agents.make("fixed-price", env, price=action)
+        out += [run_episode(env, agent, s).metrics["reward"] for s in range(episodes)]
     return np.array(out)
 
 

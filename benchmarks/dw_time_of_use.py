@@ -29,6 +29,8 @@ import numpy as np
 from schedgym import agents
 from schedgym.agents.baselines.time_of_use import job_shares
 from schedgym.envs.deadline_welfare.actions import best_response
+from schedgym.train.runner import run_episode
+from schedgym.train.stats import parse_seeds
 
 LAMS = (0.0, 0.03, 0.1, 0.3, 1.0)
 
@@ -51,22 +53,6 @@ def clairvoyant(env: Any, seed: int, lam: float) -> float:
     return total
 
 
-def online(env: Any, seed: int, agent: Any) -> float:
-    """Welfare of one episode played by ``agent``."""
-    obs, _ = env.reset(seed=seed)
-    total, done = 0.0, False
-    while not done:
-        obs, r, terminated, truncated, _ = env.step(agent.predict(obs, deterministic=True)[0])
-        total += float(r)
-        done = terminated or truncated
-    return total
-
-
-def seeds(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instance-seeds", default="0-19")
@@ -74,14 +60,15 @@ def main() -> None:
     ap.add_argument("--futures", type=int, default=30)
     args = ap.parse_args()
     out: dict[tuple[str, float], list[float]] = {}
-    for i in seeds(args.instance_seeds):
+    for i in parse_seeds(args.instance_seeds):
         env = gym.make("schedgym/DeadlineWelfare-v0", scenario="congested", utility="linear",
                        action_mode="dispatch", instance_seed=i)
         players = {lam: agents.make("time-of-use", env, lam=lam, futures=args.futures)
                    for lam in LAMS}
-        for s in seeds(args.seeds):
+        for s in parse_seeds(args.seeds):
             for lam in LAMS:
-                out.setdefault(("online", lam), []).append(online(env, s, players[lam]))
+                played = run_episode(env, players[lam], s).metrics["reward"]
+                out.setdefault(("online", lam), []).append(played)
                 if lam > 0.0:
                     out.setdefault(("clairvoyant", lam), []).append(clairvoyant(env, s, lam))
     base = np.array(out[("online", 0.0)])

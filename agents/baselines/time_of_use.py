@@ -63,7 +63,7 @@ class TimeOfUse(_MeshBaseline):
         super().__init__(env)
         self.lam = check_float("lam", lam, low=0.0)
         self.futures = check_int("futures", futures, min_value=1, max_value=10_000)
-        gen = rngs.stream(int(getattr(self.env, "instance_seed", 0) or 0), "time_of_use")
+        gen = rngs.stream(self.env.instance_seed, "time_of_use")
         seeds = [int(s) for s in gen.integers(0, 2**63 - 1, size=self.futures)]
         #: ``(T + 1, R * T)`` expected later demand (:func:`expected_later_demand`).
         self.later = expected_later_demand(self.env, seeds)
