@@ -5,19 +5,19 @@ mode unchanged."""
 
 from __future__ import annotations
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env as gym_check_env
 from gymnasium.utils.env_checker import data_equivalence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from schedgym.envs.deadline_welfare import entities
-from tests.entities_check import assert_entity_obs
+from tests.entities_check import (
+    assert_checkers_clean,
+    assert_entity_obs,
+    assert_flat_is_the_default,
+)
 from tests.envs.deadline_welfare.conftest import ENV_ID, SMALL
 
 
@@ -102,25 +102,13 @@ def test_bad_obs_mode_names_it():
 
 
 def test_flat_mode_is_unchanged():
-    a = gym.make(ENV_ID, **SMALL)
-    b = gym.make(ENV_ID, obs_mode="flat", **SMALL)
-    assert a.observation_space == b.observation_space
+    a = assert_flat_is_the_default(lambda **kw: gym.make(ENV_ID, **SMALL, **kw))
     assert "allowed" in a.observation_space.spaces
-    assert data_equivalence(a.reset(seed=3), b.reset(seed=3), exact=True)
-    for _ in range(3):
-        act = a.action_space.sample()
-        assert data_equivalence(a.step(act), b.step(act), exact=True)
 
 
 @pytest.mark.parametrize("kw", [{}, {"action_mode": "dispatch", "utility": "sqrt"}])
 def test_both_checkers_pass(kw):
-    """Every warning of either checker is an error (the 1-D ``entities`` vector draws no SB3
-    shape advice)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        env = _make(**SMALL, **kw)
-        gym_check_env(env.unwrapped, skip_render_check=False)
-        sb3_check_env(env.unwrapped, warn=True)
+    assert_checkers_clean(_make(**SMALL, **kw))
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,17 +4,15 @@ value inside its space, hand-checked features, checkers clean, native batch == s
 from __future__ import annotations
 
 import math
-import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from schedgym.envs.fluctuating_speed import ENV_ID
+from tests.entities_check import assert_checkers_clean, assert_flat_is_the_default
 
 KW = {"obs_mode": "entities", "action_mode": "scores"}
 
@@ -42,12 +40,9 @@ def test_bad_obs_mode_and_combinations_raise():
 
 
 def test_flat_mode_is_unchanged(tiny):
-    a = gym.make(ENV_ID, instance=tiny, horizon=3, action_mode="scores")
-    b = gym.make(ENV_ID, instance=tiny, horizon=3, action_mode="scores", obs_mode="flat")
-    oa, ob = a.reset(seed=2)[0], b.reset(seed=2)[0]
-    assert oa.keys() == ob.keys() and "entities" not in oa
-    for k in oa:
-        np.testing.assert_array_equal(oa[k], ob[k])
+    a = assert_flat_is_the_default(
+        lambda **kw: gym.make(ENV_ID, instance=tiny, horizon=3, action_mode="scores", **kw))
+    assert "entities" not in a.observation_space.spaces
 
 
 def test_features_hand_computed(tiny):
@@ -130,11 +125,7 @@ def test_spaces_do_not_depend_on_the_instance_seed():
 def test_checkers_pass():
     """Both checkers clean, every warning an error (the 1-D ``entities`` vector draws no SB3
     shape advice)."""
-    env = gym.make(ENV_ID, horizon=20, **KW)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)
-        sb3_check_env(env, warn=True)
+    assert_checkers_clean(gym.make(ENV_ID, horizon=20, **KW))
 
 
 def test_vector_equals_single_envs():
