@@ -16,9 +16,9 @@ sort: groups have a few entries, one per channel of an instance).
 One compiled kernel, :func:`project_block`, serves every caller (the batched wrappers here, the
 env step and OgaSched's update, :mod:`schedgym.envs.gain_overhead.dynamics`): the groups of one
 size are the columns of a block ``(n, G)``, and the loop over the contiguous group axis does the
-same branch-free operations for every group, so that, with ``n <= 4`` a compile-time constant,
-the compiler can vectorise it. Every sum runs in a fixed order (entries in row order, from 0.0),
-so the result does not depend on the CPU.
+same branch-free operations for every group, innermost, so that the compiler can vectorise it
+with one compiled version for every block size. Every sum runs in a fixed order (entries in row
+order, from 0.0), so the result does not depend on the CPU.
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -44,16 +44,16 @@ WORK_ROWS = 2
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _theta(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th: np.ndarray,
-           rows: tuple[int, ...] | range) -> None:
-    """Every group's theta into ``th`` ``(G,)``, for a block ``Z`` ``(n, G)`` with a group over
-    its capacity; ``s0`` ``(G,)`` are the groups' ``g(0)``, ``n = len(rows)``. ``rows`` is a
-    tuple for ``n`` of 1 to 4 (its length a compile-time constant: the loops over a group's
-    entries unroll, and the loop over the groups, branch-free, can be vectorised), else
-    ``range(n)``.
+def _theta(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray) -> np.ndarray:
+    """Every group's theta ``(G,)`` (a new array), for a block ``Z`` ``(n, G)`` with a group over
+    its capacity; ``s0`` ``(G,)`` are the groups' ``g(0)``. Every loop over the groups is
+    innermost, contiguous and branch-free, and the per-group state lives in arrays of their own
+    (not rows of one array: the compiler then proves they do not overlap), so that one compiled
+    version serves every block size and the compiler can still vectorise it.
 
     Theta on g's first linear piece ``g(theta) = s0 - m theta`` where it lies there, else by
-    the bracket search; 0 for a group within its capacity.
+    the bracket search (:func:`_bracket`, run only when some group needs it); 0 for a group
+    within its capacity.
 
     The bracket search: g is non-increasing (also as computed: clips and rounded additions
     are monotone), so the largest breakpoint ``lo`` with ``g > c`` (or 0: ``g(0) = s0 > c``)
@@ -62,38 +62,65 @@ def _theta(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th: np.n
     entry of the block exceeds its cap, the cap-leaving breakpoints ``max(z_k - a_k, 0)`` are
     all 0 (or NaN): never above ``lo >= 0`` and, for a group over its capacity, never one with
     ``g <= c``, so they are skipped."""
-    n, G = len(rows), Z.shape[1]
+    n, G = Z.shape
+    th, m, first = np.empty(G), np.empty(G), np.empty(G)
+    for g in range(G):
+        m[g], first[g] = 0.0, math.inf
+    for i in range(n):
+        for g in range(G):
+            zi, ai = Z[i, g], A[i, g]
+            d = zi - ai
+            first[g] = min(first[g], min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
+            m[g] += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
+    search = False
+    for g in range(G):
+        sg, cg = s0[g], c[g]
+        t1 = (sg - cg) / m[g]  # m = 1 where n = 1 and the piece holds: x / 1.0 = x
+        ok = (m[g] > 0.0) & (t1 <= first[g])
+        over = sg > cg
+        th[g] = (t1 if ok else -1.0) if over else 0.0  # -1: left to the bracket search
+        search |= (not ok) & over
+    if search:
+        _bracket(Z, A, c, s0, th, m, first)
+    return th
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th: np.ndarray,
+             lo: np.ndarray, hi: np.ndarray) -> None:
+    """:func:`_theta`'s bracket search, into ``th`` ``(G,)`` for every group over its capacity
+    whose theta is not on g's first linear piece (marked ``th[g] = -1``); see :func:`_theta`.
+    ``lo``, ``hi`` ``(G,)``: scratch (separate arrays, as the others here, so that the compiler
+    can vectorise the loops)."""
+    n, G = Z.shape
+    glo, ghi, b, gv = np.empty(G), np.empty(G), np.empty(G), np.empty(G)
     above = False
     for i in range(n):
         for g in range(G):
             above |= Z[i, g] > A[i, g]
     for g in range(G):
-        cg, sg = c[g], s0[g]
-        ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
+        ghi[g] = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
+        lo[g], glo[g], hi[g] = 0.0, s0[g], math.inf
+    for i in range(1, n):
+        for g in range(G):
+            ghi[g] += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
+    for j in range(2 * n if above else n):
+        k = j - n if j >= n else j
+        for g in range(G):
+            b[g] = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
+            gv[g] = min(max(Z[0, g] - b[g], 0.0), A[0, g])
         for i in range(1, n):
-            ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
-        lo, glo, hi = 0.0, sg, math.inf
-        for j in range(2 * n):
-            if (j < n) | above:
-                k = j - n if j >= n else j
-                b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
-                gv = min(max(Z[0, g] - b, 0.0), A[0, g])
-                for i in range(1, n):
-                    gv += min(max(Z[i, g] - b, 0.0), A[i, g])
-                up, down = (gv > cg) & (b > lo), (gv <= cg) & (b < hi)
-                lo, glo = (b, gv) if up else (lo, glo)
-                hi, ghi = (b, gv) if down else (hi, ghi)
-        t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
-        m, first = 0.0, math.inf
-        for i in range(n):
-            zi, ai = Z[i, g], A[i, g]
-            d = zi - ai
-            first = min(first, min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
-            m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
-        t1 = (sg - cg) if n == 1 else (sg - cg) / m  # n = 1: m = 1 where ok, x / 1.0 = x
-        ok = (m > 0.0) & (t1 <= first)
-        t1 = t1 if ok else t2
-        th[g] = t1 if sg > cg else 0.0
+            for g in range(G):
+                gv[g] += min(max(Z[i, g] - b[g], 0.0), A[i, g])
+        for g in range(G):
+            bg, vg, cg = b[g], gv[g], c[g]
+            up, down = (vg > cg) & (bg > lo[g]), (vg <= cg) & (bg < hi[g])
+            lo[g], glo[g] = (bg, vg) if up else (lo[g], glo[g])
+            hi[g], ghi[g] = (bg, vg) if down else (hi[g], ghi[g])
+    for g in range(G):
+        lg, gl, hg, gh = lo[g], glo[g], hi[g], ghi[g]
+        t2 = lg + (gl - c[g]) * (hg - lg) / (gl - gh) if gl > gh else hg
+        th[g] = t2 if th[g] == -1.0 else th[g]
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
@@ -133,8 +160,7 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 
     A block with no group over its capacity is the clip of every group to its box, its loads
     the clipped sums (theta = 0 for all: the same values the general case would give);
-    otherwise the thetas by :func:`_theta`, compiled for blocks of 1, 2, 3 and 4 entries and
-    once for any size, then :func:`_clip`."""
+    otherwise the thetas by :func:`_theta`, then :func:`_clip`."""
     n, G = Z.shape
     if (A.shape != Z.shape or V.shape != Z.shape or c.size != G or load.size != G
             or work.shape[0] < WORK_ROWS or work.shape[1] != G):
@@ -149,18 +175,8 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     over = False
     for g in range(G):
         over |= s0[g] > c[g]
-    th = work[1]
-    if over and n == 1:
-        _theta(Z, A, c, s0, th, (0,))
-    elif over and n == 2:
-        _theta(Z, A, c, s0, th, (0, 0))
-    elif over and n == 3:
-        _theta(Z, A, c, s0, th, (0, 0, 0))
-    elif over and n == 4:
-        _theta(Z, A, c, s0, th, (0, 0, 0, 0))
-    elif over:
-        _theta(Z, A, c, s0, th, range(n))
     if over:
+        th = _theta(Z, A, c, s0)
         _clip(Z, A, c, V, load, th, s0)  # s0 is spent: it holds the clips' totals
         return
     for i in range(n):
