@@ -30,7 +30,7 @@ def _solve_block(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple[np.ndarra
     """``project_block`` on columns ``(n, G)``: the projection and the loads."""
     z, a, c = (np.ascontiguousarray(x, dtype=np.float64) for x in (z, a, c))
     V, load = np.empty_like(z), np.empty(z.shape[1])
-    project_block(z, a, c, V, load, np.empty((projection.WORK_ROWS, z.shape[1])))
+    project_block(z, a, c, V, load, np.empty((projection.WORK_ROWS, z.shape[1])), False)
     return V, load
 
 

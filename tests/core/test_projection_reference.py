@@ -101,22 +101,47 @@ def paper_env():
     return env
 
 
-def test_block_kernel_equals_the_per_group_reference_on_paper_default(paper_env):
+def _paper_points(paper_env):
+    """Boundary points, decoded random actions and OgaSched-like steps (above the caps, some
+    groups slack) on the paper-default instance: ``(E, K)`` pre-projection points."""
     inst, rng = paper_env.instance, np.random.default_rng(21)
     caps = inst.edge_caps
     points = boundary_points(inst, rng)
     points += [0.5 * (rng.uniform(-1, 1, caps.shape) + 1.0) * caps for _ in range(12)]
-    y = np.zeros(caps.shape)  # OgaSched-like steps: above the caps, some groups slack
+    y = np.zeros(caps.shape)
     for t in range(8):
         x = paper_env.arrivals[t].astype(np.float64)
         z = y + 25.0 * dynamics.supergradient(inst, x, y)
         points.append(z)
         y = reference_grouped(inst, z)
+    return points
+
+
+def test_block_kernel_equals_the_per_group_reference_on_paper_default(paper_env):
+    inst = paper_env.instance
+    points = _paper_points(paper_env)
     for z in points:
         got = dynamics.project(inst, z)
         want = reference_grouped(inst, z)
         np.testing.assert_array_equal(got, want)
         assert dynamics.is_feasible(inst, got)
+
+
+def test_the_vector_envs_step_projects_as_the_reference(paper_env):
+    """The native vector env's step (``step_batch(..., sized=True)``: the theta search compiled
+    per block size) projects every point as the per-group reference does, and gives the bits of
+    the single env's step (one compiled version for every size) in all its outputs."""
+    inst = paper_env.instance
+    points = _paper_points(paper_env)
+    z = np.stack(points).reshape(len(points), -1)
+    x = np.tile(paper_env.arrivals[0].astype(np.float64), (len(points), 1))
+    rows = np.arange(len(points))
+    sized = dynamics.step_batch(inst, z, rows, x, False, sized=True)
+    one = dynamics.step_batch(inst, z, rows, x, False)
+    for got, want in zip(sized, one, strict=True):
+        np.testing.assert_array_equal(got, want)
+    for y, p in zip(sized[1], points, strict=True):
+        np.testing.assert_array_equal(y, reference_grouped(inst, p))
 
 
 @pytest.mark.parametrize("n_max", [1, 2, 3, 4, 7, 16, 21])
