@@ -281,7 +281,9 @@ def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity
              usage: np.ndarray, workload: float, mask: np.ndarray, coef: np.ndarray,
              weight: np.ndarray, active: bool, x: np.ndarray, X: np.ndarray,
              n: int) -> tuple[bool, float, float, float, float, float, float, int, float]:
-    """The single env's step on flat ``(U,)`` arrays, in one call. With ``decode``, ``a`` is the
+    """The single env's step of job ``n`` on flat ``(U,)`` arrays, in one call; ``upper``,
+    ``mask``, ``coef``, ``weight`` are the episode's ``(N, U)`` tables (row ``n`` is read only
+    for an ``active`` job, ``n < N``; else ``upper`` is 0). With ``decode``, ``a`` is the
     raw dispatch action: refused (nothing changed, first result False) if an entry is not
     finite, else clipped to [-1, 1] and mapped to ``(a + 1) / 2 * upper``; without, ``a`` is
     the proposal. Then, for an ``active`` job, :func:`apply_one` (``x``, ``usage`` updated)
@@ -290,18 +292,19 @@ def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity
     capacity)``; the sums are numpy's (:func:`np_sum`)."""
     U = capacity.size
     clip = 0.0
+    up = upper[n] if active else np.zeros(U)
     if decode:
         for i in range(U):
             if not np.isfinite(a[i]):
                 return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0
         proposal = np.empty(U)
-        clip = decode_dispatch(a, upper, proposal)
+        clip = decode_dispatch(a, up, proposal)
     else:
         proposal = a.astype(np.float64)
     cap_l1 = wl_l1 = fj = fc = 0.0
     if active:
-        cap_l1, wl_l1, fj, fc = apply_one(code, proposal, upper, capacity, usage, workload,
-                                          mask, coef, weight, x)
+        cap_l1, wl_l1, fj, fc = apply_one(code, proposal, up, capacity, usage, workload,
+                                          mask[n], coef[n], weight[n], x)
         T = X.shape[2]
         for i in range(U):
             X[n, i // T, i % T] = x[i]

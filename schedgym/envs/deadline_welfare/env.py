@@ -260,6 +260,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self.entity_feature_names = entities.ENTITY_FEATURE_NAMES
         self.context_feature_names = entities.CONTEXT_FEATURE_NAMES
         self._act_dim = instance.n_units if action_mode == "dispatch" else PRICING_DIM
+        self._n_units, self._family_code = instance.n_units, instance.family_code
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
         self._capacity32 = instance.capacity.reshape(-1).astype(np.float32)
@@ -562,19 +563,16 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             raise RuntimeError("step() called after the episode ended: call reset() first")
         active = n < N  # else the null job of an empty episode
         rho = float(self._ep_scalars_rho[n]) if active else 0.0
-        row = n if active else 0
-        x = np.zeros(self.instance.n_units)
+        x = np.zeros(self._n_units)
         if self.action_mode == "dispatch":
             a, decode, clip = self._raw_action(action), True, 0.0
         else:
             a, clip = self._checked_action(action)
             a = self._decode(a).reshape(-1) if active else np.zeros_like(x)
             decode = False
-        upper = self._ep_upper[row] if active else x
         ok, dclip, cap_l1, wl_l1, fj, fc, served, units, util = dynamics.step_one(
-            self.instance.family_code, decode, a, upper, self._capacity_flat, self._usage_flat,
-            rho, self._ep_mask[row] if active else x > 0, self._ep_coef[row] if active else x,
-            self._ep_weight[row] if active else x, active, x, self._X, n)
+            self._family_code, decode, a, self._ep_upper, self._capacity_flat, self._usage_flat,
+            rho, self._ep_mask, self._ep_coef, self._ep_weight, active, x, self._X, n)
         if not ok:
             validate_action(action, self._act_dim)  # raises, naming the entry
         clip = dclip if decode else clip
