@@ -79,7 +79,7 @@ def type_totals(inst: GainOverheadInstance, y: np.ndarray) -> np.ndarray:
     return np.add.reduceat(yy, inst.type_starts, axis=0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
     """``(k*, max_k beta_k tot_k)`` (lowest k on ties) of one type's totals ``tot`` (K,)."""
     best_k, best = 0, -np.inf
@@ -314,7 +314,7 @@ def _all_finite(a: np.ndarray) -> bool:
     return ok
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _clip_amount(a: np.ndarray) -> float:
     """``max |clip(a, -1, 1) - a|`` over the flat array ``a``, or NaN when an entry is NaN or
     infinite."""
@@ -326,7 +326,7 @@ def _clip_amount(a: np.ndarray) -> float:
     return moved
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _decode(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     """The ``"allocation"`` mode's decode ``z = (clip(a, -1, 1) + 1) / 2 * upper`` entrywise
     (flat arrays of one length). Returns the clip amount ``max |clip(a) - a|`` (0 for an action
