@@ -11,12 +11,13 @@ keeps each job's exact best response (the ``pricing`` decoder's
 where ``v`` is the episode's upper welfare bound (the observation's ``bounds``), ``C`` the unit's
 capacity and ``D_s`` the workload that jobs arriving *after* the current job's slot ``s`` are
 expected to want there, each job's workload spread evenly over its allowed units. ``D`` is
-estimated once, at construction, from ``futures`` synthetic episodes of the scenario's own job
-distribution (:meth:`DeadlineWelfareEnv.sample_jobs` with seeds drawn from the named stream
-``time_of_use`` of the instance seed), never from the episode being played: the rule is
-online. ``lam = 0`` is ``myopic-welfare``. The default ``lam = 0.1`` was chosen on the training
-instances of the generalisation track (docs/learned-vs-classical.md, section 9; ``python
-benchmarks/dw_time_of_use.py``), not on its test instances.
+the env's :meth:`DeadlineWelfareEnv.expected_later_demand`: estimated once, from ``futures``
+synthetic episodes of the scenario's own job distribution (seeds drawn from the named stream
+``time_of_use`` of the instance seed; :mod:`schedgym.envs.deadline_welfare.demand`), never
+from the episode being played: the rule is online. ``lam = 0`` is ``myopic-welfare``. The
+default ``lam = 0.1`` was chosen on the training instances of the generalisation track
+(docs/learned-vs-classical.md, section 9; ``python benchmarks/dw_time_of_use.py``), not on its
+test instances.
 """
 
 from __future__ import annotations
@@ -26,31 +27,10 @@ from typing import Any
 import numpy as np
 
 from schedgym.agents.baselines.deadline_welfare import _MeshBaseline
-from schedgym.core import rng as rngs
 from schedgym.core.validation import check_float, check_int
 from schedgym.envs.deadline_welfare.actions import best_response
+from schedgym.envs.deadline_welfare.demand import FUTURES
 from schedgym.envs.deadline_welfare.dynamics import ObservedJob
-
-
-def job_shares(jobs: Any) -> np.ndarray:
-    """``(N, R, T)``: each job's workload spread evenly over its allowed units (0 elsewhere)."""
-    m = jobs.mask
-    per_unit = jobs.workload / np.maximum(m.sum(axis=(1, 2)), 1)
-    return np.where(m, per_unit[:, None, None], 0.0)
-
-
-def expected_later_demand(env: Any, seeds: list[int]) -> np.ndarray:
-    """``(T + 1, R * T)``: row ``s`` is the mean over the episodes ``seeds`` of the env's job
-    distribution of the workload shares of the jobs arriving after slot ``s`` (workload
-    units per mesh unit)."""
-    inst = env.instance
-    T = inst.horizon
-    acc = np.zeros((T + 1, inst.n_instances * T))
-    for seed in seeds:
-        jobs = env.sample_jobs(seed)
-        for n, share in enumerate(job_shares(jobs)):
-            acc[: int(jobs.arrival[n])] += share.reshape(-1)
-    return acc / len(seeds)
 
 
 class TimeOfUse(_MeshBaseline):
@@ -59,14 +39,12 @@ class TimeOfUse(_MeshBaseline):
 
     name = "time-of-use"
 
-    def __init__(self, env: Any, lam: float = 0.1, futures: int = 30) -> None:
+    def __init__(self, env: Any, lam: float = 0.1, futures: int = FUTURES) -> None:
         super().__init__(env)
         self.lam = check_float("lam", lam, low=0.0)
         self.futures = check_int("futures", futures, min_value=1, max_value=10_000)
-        gen = rngs.stream(self.env.instance_seed, "time_of_use")
-        seeds = [int(s) for s in gen.integers(0, 2**63 - 1, size=self.futures)]
-        #: ``(T + 1, R * T)`` expected later demand (:func:`expected_later_demand`).
-        self.later = expected_later_demand(self.env, seeds)
+        #: ``(T + 1, R * T)`` expected later demand (the env's ``expected_later_demand``).
+        self.later = self.env.expected_later_demand(self.futures)
 
     def decide(self, job: ObservedJob) -> np.ndarray:
         """The job's dispatch on its units ``(m,)``, workload units."""

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from schedgym import agents
-from schedgym.agents.baselines.time_of_use import expected_later_demand, job_shares
 from schedgym.envs.deadline_welfare import ENV_ID, dynamics
+from schedgym.envs.deadline_welfare.demand import future_seeds, job_shares, later_demand
 
 SMALL = {"n_instances": 3, "horizon": 6, "n_jobs": 8, "arrival_rate": 2.0,
          "capacity_mean": 6.0, "capacity_sd": 1.0}
@@ -47,8 +47,8 @@ def test_expected_later_demand_by_hand():
     """Row s: the mean over the sampled episodes of the shares of the jobs arriving after s."""
     env = gym.make(ENV_ID, **SMALL).unwrapped
     seeds = [11, 12]
-    got = expected_later_demand(env, seeds)
     R, T = env.instance.n_instances, env.instance.horizon
+    got = later_demand(env.sample_jobs, R * T, T, seeds)
     want = np.zeros((T + 1, R * T))
     for seed in seeds:
         jobs = env.sample_jobs(seed)
@@ -76,6 +76,21 @@ def test_it_plans_with_the_distribution_not_the_episode():
     np.testing.assert_array_equal(agent.later, table)
     again = agents.make("time-of-use", env, futures=4)
     np.testing.assert_array_equal(again.later, table)  # deterministic
+
+
+def test_its_table_is_the_envs_expected_later_demand():
+    """One source: the agent's prices read the env's table, which is ``later_demand`` over the
+    seeds of the instance's ``time_of_use`` stream (and the ``later_demand`` entity feature
+    reads the same table)."""
+    env = gym.make(ENV_ID, instance_seed=5, **SMALL).unwrapped
+    agent = agents.make("time-of-use", env, futures=3)
+    R, T = env.instance.n_instances, env.instance.horizon
+    want = later_demand(env.sample_jobs, R * T, T, future_seeds(5, 3))
+    np.testing.assert_array_equal(agent.later, want)
+    np.testing.assert_array_equal(env.expected_later_demand(3), want)
+    assert not env.expected_later_demand(3).flags.writeable
+    with pytest.raises(ValueError, match="futures"):
+        env.expected_later_demand(0)
 
 
 @pytest.mark.parametrize("kw, says", [({"lam": -0.1}, "lam"), ({"lam": float("nan")}, "lam"),

@@ -1,4 +1,5 @@
-"""Action modes of DeadlineWelfare-v0 and the decoder of the learnable ``"pricing"`` mode.
+"""Action modes of DeadlineWelfare-v0 and the decoders of the learnable ``"pricing"`` and
+``"unit_prices"`` modes.
 
 ``"dispatch"`` (default): ``Box(-1, 1, (R*T,))``, one entry per resource unit, mapped affinely to
 ``[0, x̄_nr]`` and made feasible by the env's repair (see the env docstring).
@@ -23,6 +24,14 @@ nothing to do. With the zero action (the initial mean of an SB3 Gaussian policy)
 and q = 1: the job gets its myopic welfare maximiser, a MAX-FIRST-like policy; a learner improves
 on it by reserving capacity (positive prices) for later, more valuable jobs.
 
+``"unit_prices"``: ``Box(-1, 1, (R*T,))``, one entry per mesh unit (the ``dispatch`` action's
+order, entity ``r * T + t`` of the entity observation): unit ``r``'s price is ``p_r = v max(0,
+a_r)`` and the job is served in full (``q = 1``); the decoder returns the same best response.
+Entries off the job's units are ignored. The zero action is again the job's myopic optimum; a
+per-unit rule such as the ``time-of-use`` agent's (a price per unit of the workload later jobs
+are expected to want there) is one action of this mode, and a shared-weights policy with one
+head per unit (:class:`~schedgym.train.policies.EntityPolicy`) can express it.
+
 Solution (KKT): with the multiplier λ >= 0 of the workload constraint and ``m_r = λ + p_r -
 β_r / C_r``, ``x_r(λ) = room_r`` where ``m_r <= 0`` and else ``clip(g_r(m_r), 0, room_r)`` with
 ``g = (f')^{-1}``: linear ``a x`` -> ``room_r`` if ``a_r > m_r`` else 0 (ties at ``a_r = m_r``:
@@ -40,7 +49,7 @@ import numpy as np
 from schedgym.envs.deadline_welfare.dynamics import f_prime_inverse
 
 #: Names of the action modes, default first (``env.unwrapped.metadata["action_modes"]``).
-ACTION_MODES: tuple[str, ...] = ("dispatch", "pricing")
+ACTION_MODES: tuple[str, ...] = ("dispatch", "pricing", "unit_prices")
 #: Size of the ``"pricing"`` action.
 PRICING_DIM = 3
 
@@ -150,10 +159,31 @@ def decode_pricing(action: np.ndarray, code: int, v: float, mask: np.ndarray,
     idx = np.flatnonzero(np.asarray(mask).reshape(-1))
     cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
     use = np.asarray(usage, dtype=np.float64).reshape(-1)[idx]
+    return _respond(code, idx, p0 + p1 * use / cap, mask, capability, coef, weight, capacity,
+                    usage, q * workload)
+
+
+def decode_unit_prices(action: np.ndarray, code: int, v: float, mask: np.ndarray,
+                       capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+                       capacity: np.ndarray, usage: np.ndarray, workload: float) -> np.ndarray:
+    """A ``"unit_prices"`` action ``(R T,)`` (validated, clipped to [-1, 1]) -> the job's
+    feasible dispatch ``(R, T)``: its best response to the prices ``v max(0, a_r)`` on its
+    units, the whole workload ``workload`` offered. Arguments as :func:`decode_pricing`'s."""
+    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
+    price = v * np.maximum(np.asarray(action, dtype=np.float64).reshape(-1)[idx], 0.0)
+    return _respond(code, idx, price, mask, capability, coef, weight, capacity, usage, workload)
+
+
+def _respond(code: int, idx: np.ndarray, price: np.ndarray, mask: np.ndarray,
+             capability: np.ndarray, coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
+             usage: np.ndarray, budget: float) -> np.ndarray:
+    """The job's best response ``(R, T)`` to ``price`` on its units ``idx`` (flat indices),
+    with room ``max(0, min(x̄, C - ω))`` there and ``budget`` workload units in all."""
+    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
+    use = np.asarray(usage, dtype=np.float64).reshape(-1)[idx]
     room = np.maximum(0.0, np.minimum(np.asarray(capability).reshape(-1)[idx], cap - use))
-    price = p0 + p1 * use / cap
     x = best_response(code, np.asarray(coef).reshape(-1)[idx],
-                      np.asarray(weight).reshape(-1)[idx], cap, room, price, q * workload)
+                      np.asarray(weight).reshape(-1)[idx], cap, room, price, budget)
     out = np.zeros(np.asarray(mask).size)
     out[idx] = x
     return out.reshape(np.shape(mask))

@@ -28,6 +28,8 @@ import numpy as np
 from schedgym.core.entities import entity_space, ratio
 
 #: Per-entity features of unit ``(r, t)`` for the current job ``n``: (name, meaning).
+#: ``later_demand`` is the one feature not read from the observation: the expected demand of
+#: later jobs, a fixed table of the instance estimated from the scenario's job distribution.
 #: ``D = max(T - 1, 1)``; ``v`` is the episode's upper bound of the marginal welfare.
 FEATURES: tuple[tuple[str, str], ...] = (
     ("allowed", "1 if the unit is in the job's ℛ_n (locality x window), else 0"),
@@ -45,6 +47,10 @@ FEATURES: tuple[tuple[str, str], ...] = (
     ("since_arrival", "(t - s_n) / D in [-1, 1]: negative before the job's first slot"),
     ("to_deadline", "(e_n - t) / D in [-1, 1]: negative after the job's deadline"),
     ("in_window", "1 if s_n <= t <= e_n (the unit's slot is in the job's window)"),
+    ("later_demand", "D / (2 C_r): the workload D that jobs arriving after the job's slot s_n "
+                     "are expected to want on the unit (the scenario's job distribution, "
+                     "DeadlineWelfareEnv.expected_later_demand), against twice its capacity "
+                     "(clipped to 1; 0 without a job)"),
 )
 
 #: Context features (the current job and the episode): (name, meaning), every value in [0, 1].
@@ -68,12 +74,15 @@ ENTITY_FEATURE_NAMES: tuple[str, ...] = tuple(name for name, _ in FEATURES)
 CONTEXT_FEATURE_NAMES: tuple[str, ...] = tuple(name for name, _ in CONTEXT)
 #: The features that may be negative (in [-1, 1]); every other lies in [0, 1].
 SIGNED: tuple[str, ...] = ("since_arrival", "to_deadline")
+#: ``later_demand`` is the expected later demand against this many times the unit's capacity.
+LATER_SCALE = 2.0
 
 
 def entity_action(action_mode: str) -> str:
-    """``metadata["entity_action"]`` of an action mode: ``"entity"`` for ``dispatch`` (entry
-    ``r * T + t`` is entity ``r * T + t``), ``"global"`` for ``pricing`` (3 scalars)."""
-    return "entity" if action_mode == "dispatch" else "global"
+    """``metadata["entity_action"]`` of an action mode: ``"entity"`` for ``dispatch`` and
+    ``unit_prices`` (entry ``r * T + t`` is entity ``r * T + t``), ``"global"`` for ``pricing``
+    (3 scalars)."""
+    return "global" if action_mode == "pricing" else "entity"
 
 
 class EntityEncoder:
@@ -85,10 +94,13 @@ class EntityEncoder:
         capacity_max: ``C_max``, the upper end of the capacity box.
         v_max: the upper end of the ``bounds`` box.
         sqrt_floor: ``δ_v`` for the sqrt family (where its marginal is taken), else ``None``.
+        later: ``(T + 1, R T)``, row ``s`` the expected later demand after slot ``s`` per
+            unit's capacity (``D / C``, :meth:`DeadlineWelfareEnv.expected_later_demand`).
     """
 
     def __init__(self, n_instances: int, horizon: int, limits: tuple[float, ...],
-                 capacity_max: float, v_max: float, sqrt_floor: float | None) -> None:
+                 capacity_max: float, v_max: float, sqrt_floor: float | None,
+                 later: np.ndarray) -> None:
         self.n_entities = n_instances * horizon
         self.horizon = horizon
         self._span = float(max(horizon - 1, 1))
@@ -97,6 +109,10 @@ class EntityEncoder:
         self._slope = 1.0 if sqrt_floor is None else 1.0 / (2.0 * np.sqrt(sqrt_floor))
         #: slot ``t`` of every unit ``r * T + t``
         self._slot = np.tile(np.arange(horizon, dtype=np.float64), n_instances)
+        self._later = np.asarray(later, dtype=np.float64) / LATER_SCALE
+        if self._later.shape != (horizon + 1, self.n_entities):
+            raise ValueError(f"later has shape {self._later.shape}: must be "
+                             f"({horizon + 1}, {self.n_entities})")
         F = len(FEATURES)
         low = np.zeros(F, dtype=np.float32)
         for name in SIGNED:
@@ -125,6 +141,8 @@ class EntityEncoder:
         slot = self._slot[None, :]
         span = self._span
         has_job = rho > 0
+        arrival = np.clip(np.rint(start[:, 0]), 0, self.horizon).astype(np.int64)
+        later = self._later[arrival] * has_job
         feats = np.stack([
             allowed,
             coef / coef_max,
@@ -138,6 +156,7 @@ class EntityEncoder:
             (slot - start) / span,
             (end - slot) / span,
             ((slot >= start) & (slot <= end) & has_job).astype(np.float64),
+            later,
         ], axis=2)
         np.clip(feats, self._low, 1.0, out=feats)
         context = np.concatenate([

@@ -31,7 +31,13 @@ from schedgym.core.validation import (
     check_seed,
 )
 from schedgym.envs.deadline_welfare import dynamics, entities, viewer
-from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_pricing
+from schedgym.envs.deadline_welfare.actions import (
+    ACTION_MODES,
+    PRICING_DIM,
+    decode_pricing,
+    decode_unit_prices,
+)
+from schedgym.envs.deadline_welfare.demand import FUTURES, future_seeds, later_demand
 from schedgym.envs.deadline_welfare.generator import (
     LIMIT_PARAMS,
     MEMORY_LIMIT_MB,
@@ -86,7 +92,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     its exact best response to these prices (:mod:`.actions`), feasible by construction (the
     repair moves nothing). The zero action is the job's myopic welfare maximiser.
 
-    In both modes NaN/inf entries or a wrong shape raise ``ValueError``;
+    ``action_mode="unit_prices"`` (learnable, one entry per unit): ``Box(-1, 1, (R * T,),
+    float32)``, entry ``r * T + t`` the price ``v max(0, a)`` of that unit (entries off the
+    job's units are ignored); the job gets its exact best response to these prices with its
+    whole workload offered, feasible by construction. The zero action is again the job's myopic
+    welfare maximiser; the ``time-of-use`` agent's prices are one action of this mode. With
+    ``obs_mode="entities"`` entity ``r * T + t`` carries the unit's features and its head sets
+    the unit's price.
+
+    In every mode NaN/inf entries or a wrong shape raise ``ValueError``;
     ``env.unwrapped.metadata["action_modes"]`` lists the modes, default first.
 
     ## Observation Space
@@ -115,19 +129,20 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     With ``obs_mode="entities"`` (default ``"flat"``, the ``Dict`` above) the observation is
     one row per mesh unit ``(r, t)`` for the current job (``N = R * T``, entity ``r * T + t`` =
     ``dispatch`` entry ``r * T + t``, so ``metadata["entity_action"]`` is ``"entity"`` in
-    ``dispatch`` and ``"global"`` in ``pricing``, the mode an entity policy trains in by
-    default, ``metadata["entity_action_mode"]``): ``Dict(entities=Box(low, 1, (N * 12,)),
-    mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``, float32, the ``(N, 12)`` rows flattened
-    row-major into the 1-D ``entities`` vector (unit ``i`` at ``[12 i:12 (i + 1)]``). Per unit
-    (names in ``entity_feature_names``, definitions in :data:`.entities.FEATURES`): allowed,
-    a / a_max,
-    the marginal welfare ``(a f'(δ) + β/C) / v``, x̄ / x̄_max, ω/C before the job, the room
-    ``min(x̄, C - ω) / ρ``, ``(β/C) / v``, C / C_max, t / D, ``(t - s_n) / D`` and ``(e_n - t)
-    / D`` (in [-1, 1]; ``D = max(T - 1, 1)``), in-window; every other feature in [0, 1]. The
-    maxima are the flat boxes' upper ends (scenario bounds, not the instance's). ``mask`` is
-    ℛ_n (all 0 after the last job). ``context`` (``context_feature_names``): ρ / ρ_max, s_n /
-    D, e_n / D, window length / T, ι / v, v / v_max, progress n / N, the family one-hot, the
-    job's total room / ρ, the mesh's Σω / ΣC and the usable share |ℛ_n| / (R T).
+    ``dispatch`` and ``unit_prices`` and ``"global"`` in ``pricing``, the mode an entity policy
+    trains in by default, ``metadata["entity_action_mode"]``): ``Dict(entities=Box(low, 1, (N *
+    13,)), mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``, float32, the ``(N, 13)`` rows
+    flattened row-major into the 1-D ``entities`` vector (unit ``i`` at ``[13 i:13 (i + 1)]``).
+    Per unit (names in ``entity_feature_names``, definitions in :data:`.entities.FEATURES`):
+    allowed, a / a_max, the marginal welfare ``(a f'(δ) + β/C) / v``, x̄ / x̄_max, ω/C before the
+    job, the room ``min(x̄, C - ω) / ρ``, ``(β/C) / v``, C / C_max, t / D, ``(t - s_n) / D`` and
+    ``(e_n - t) / D`` (in [-1, 1]; ``D = max(T - 1, 1)``), in-window, and the later jobs' expected
+    demand on the unit (:meth:`expected_later_demand`) against twice its capacity; every other
+    feature in [0, 1]. The maxima are the flat boxes' upper ends (scenario bounds, not the
+    instance's). ``mask`` is ℛ_n (all 0 after the last job). ``context``
+    (``context_feature_names``): ρ / ρ_max, s_n / D, e_n / D, window length / T, ι / v, v / v_max,
+    progress n / N, the family one-hot, the job's total room / ρ, the mesh's Σω / ΣC and the usable
+    share |ℛ_n| / (R T).
 
     ## Rewards
     The job's contribution to social welfare, ``Σ_r f_nr(x_nr) + Σ_r β_nr x_nr / C_r`` on the
@@ -248,8 +263,9 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._limits = instance.job_limits or job_limits(params)
         self._limit_names = LIMIT_PARAMS if instance.job_limits is None or source != "instance" \
             else tuple(f"instance.job_limits[{i}]" for i in range(4))
-        self.action_space = unit_box(instance.n_units if action_mode == "dispatch"
-                                     else PRICING_DIM)
+        self._act_dim = PRICING_DIM if action_mode == "pricing" else instance.n_units
+        self.action_space = unit_box(self._act_dim)
+        self._later_demand: dict[int, np.ndarray] = {}
         #: The flat observation's space (laid out by :meth:`_obs_layout`, read by the vector env).
         self._flat_space = self._observation_space()
         self._entities = self._entity_encoder() if obs_mode == "entities" else None
@@ -259,7 +275,6 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
                          "entity_action": entities.entity_action(self.action_mode)}
         self.entity_feature_names = entities.ENTITY_FEATURE_NAMES
         self.context_feature_names = entities.CONTEXT_FEATURE_NAMES
-        self._act_dim = instance.n_units if action_mode == "dispatch" else PRICING_DIM
         self._n_units, self._family_code = instance.n_units, instance.family_code
         self._family = np.zeros(len(FAMILIES), dtype=np.float32)
         self._family[instance.family_code] = 1.0
@@ -304,13 +319,15 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         return spaces.Dict(obs)
 
     def _entity_encoder(self) -> entities.EntityEncoder:
-        """The ``obs_mode="entities"`` encoder, scaled by the flat boxes' upper ends."""
+        """The ``obs_mode="entities"`` encoder, scaled by the flat boxes' upper ends, with the
+        instance's expected later demand per unit of capacity."""
         inst = self.instance
         assert inst.capacity_bounds is not None
         return entities.EntityEncoder(
             inst.n_instances, inst.horizon, self._limits, inst.capacity_bounds[1],
             self._v_limit(self._limits),
-            inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else None)
+            inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else None,
+            self.expected_later_demand() / inst.capacity.reshape(1, -1))
 
     def _v_limit(self, lim: tuple[float, float, float, float]) -> float:
         """Upper end of the ``bounds`` box: the largest ``v`` jobs within ``lim`` can give on
@@ -376,12 +393,14 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         jobs, n = self.jobs, self._n
         if n >= jobs.n_jobs:
             return np.zeros_like(upper)
-        return decode_pricing(a, self.instance.family_code, self._bounds[1], jobs.mask[n],
-                              jobs.capability[n], jobs.coef[n], jobs.weight[n],
-                              self.instance.capacity, self._usage, float(jobs.workload[n]))
+        decode = decode_pricing if self.action_mode == "pricing" else decode_unit_prices
+        return decode(a, self.instance.family_code, self._bounds[1], jobs.mask[n],
+                      jobs.capability[n], jobs.coef[n], jobs.weight[n], self.instance.capacity,
+                      self._usage, float(jobs.workload[n]))
 
     def decode_action(self, action: np.ndarray) -> np.ndarray:
-        """Action in [-1, 1] (``(R*T,)`` in ``"dispatch"`` mode, ``(3,)`` in ``"pricing"``) ->
+        """Action in [-1, 1] (``(R*T,)`` in the ``"dispatch"`` and ``"unit_prices"`` modes,
+        ``(3,)`` in ``"pricing"``) ->
         proposed dispatch ``(R, T)`` of the current job in workload units (before the capacity
         and workload repair, which a pricing decision never needs; out-of-box entries
         clipped)."""
@@ -507,6 +526,20 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         if seed is None:
             raise ValueError("episode_seed=None is invalid: must be an integer >= 0")
         return self._sample_jobs(seed)
+
+    def expected_later_demand(self, futures: int = FUTURES) -> np.ndarray:
+        """``(T + 1, R T)`` float64, read-only: row ``s`` is the workload that jobs arriving
+        after slot ``s`` are expected to want on each mesh unit ``r * T + t`` (workload units),
+        estimated from ``futures`` synthetic episodes of this scenario's job distribution
+        (:mod:`.demand`; never from the episode being played). Computed once per ``futures``."""
+        futures = check_int("futures", futures, min_value=1, max_value=10_000)
+        if futures not in self._later_demand:
+            inst = self.instance
+            table = later_demand(self._sample_jobs, inst.n_units, inst.horizon,
+                                 future_seeds(self.instance_seed, futures))
+            table.setflags(write=False)
+            self._later_demand[futures] = table
+        return self._later_demand[futures]
 
     def show_state(self, jobs: Jobs | None, n: int, usage: np.ndarray,
                    totals: Sequence[float], bounds: tuple[float, float], alpha: float) -> None:

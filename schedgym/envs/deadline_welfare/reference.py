@@ -12,6 +12,8 @@ P1; arrays ``(R, T)``, workload units):
      ``q ρ_n`` with ``q = min(1, 1 + a_2)``; ``y`` is the job's best response
      ``argmax Σ_r f_r(y_r) + (β_r / C_r - p_r) y_r`` s.t. ``Σ y <= q ρ_n``,
      ``0 <= y_r <= max(0, min(x̄_r, C_r - ω_r))`` on ℛ_n (:func:`best_response`);
+   - ``"unit_prices"``: the same best response to the prices ``p_r = v max(0, a_r)`` (one
+     entry per unit), budget ``ρ_n``;
 
 2. **repair** (constraints (4)-(7)): ``x = min(max(y, 0), x̄, max(0, C - ω))``, then if
    ``Σ x > ρ_n`` scale ``x`` by ``ρ_n / Σ x``;
@@ -135,6 +137,19 @@ def decode_pricing(action: np.ndarray, job: Job, family: int, v: float, capacity
     return y
 
 
+def decode_unit_prices(action: np.ndarray, job: Job, family: int, v: float,
+                       capacity: np.ndarray, usage: np.ndarray) -> np.ndarray:
+    """``"unit_prices"`` mode: the job's best response ``(R, T)`` to the prices ``v max(0,
+    a)`` of its units, its whole workload offered."""
+    a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0).reshape(capacity.shape)
+    m = job.mask
+    room = np.maximum(0.0, np.minimum(job.capability[m], capacity[m] - usage[m]))
+    y = np.zeros(m.shape)
+    y[m] = best_response(family, job.coef[m], job.weight[m] / capacity[m],
+                         v * np.maximum(a[m], 0.0), room, job.workload)
+    return y
+
+
 def repair(y: np.ndarray, job: Job, capacity: np.ndarray,
            usage: np.ndarray) -> tuple[np.ndarray, float, float]:
     """The documented repair: ``(x, L1 removed by capacity, L1 removed by the workload cap)``."""
@@ -166,7 +181,8 @@ def step(job: Job, action: np.ndarray, mode: str, family: int, v: float, capacit
     else:
         a = np.asarray(action, dtype=np.float64)
         clip = float(np.max(np.abs(np.clip(a, -1.0, 1.0) - a)))
-        y = decode_pricing(a, job, family, v, capacity, usage)
+        decode = decode_pricing if mode == "pricing" else decode_unit_prices
+        y = decode(a, job, family, v, capacity, usage)
     x, cap_l1, wl_l1 = repair(y, job, capacity, usage)
     fj, fc = welfare(x, job, family, capacity)
     after = usage + x

@@ -22,15 +22,17 @@ unit = st.floats(-1.0, 1.0, allow_nan=False, width=32)
 
 def test_modes_are_listed_default_first():
     env = gym.make(ENV_ID)
-    assert env.unwrapped.metadata["action_modes"] == ACTION_MODES == ("dispatch", "pricing")
+    assert env.unwrapped.metadata["action_modes"] == ACTION_MODES == ("dispatch", "pricing",
+                                                                      "unit_prices")
     assert env.unwrapped.action_mode == "dispatch"
     assert gym.make(ENV_ID, action_mode="pricing").action_space.shape == (3,)
+    assert gym.make(ENV_ID, action_mode="unit_prices").action_space.shape == (240,)
     with pytest.raises(ValueError, match="action_mode='raw' is invalid: must be one of"):
         gym.make(ENV_ID, action_mode="raw")
 
 
 @pytest.mark.parametrize("mode, features", [("dispatch", True), ("pricing", False),
-                                            ("pricing", True)])
+                                            ("pricing", True), ("unit_prices", True)])
 @pytest.mark.parametrize("utility", ["linear", "sqrt"])
 def test_both_env_checkers_pass_in_every_mode(mode, features, utility):
     from gymnasium.utils.env_checker import check_env
@@ -70,6 +72,67 @@ def test_pricing_on_the_tiny_instance_by_hand():
     # unit 1 is cheaper (price 0.41 vs 0.615) so it fills first; unit 0 still pays off
     np.testing.assert_allclose(x, [[2.0, 3.0]])
     np.testing.assert_allclose(env2.decode_action(np.zeros(3, np.float32)), [[3.0, 2.0]])
+
+
+def test_unit_prices_on_the_tiny_instance_by_hand():
+    # two units, a = 2, beta = 0.5, C = 10: value 2.05 each; xbar = 3, rho = 5; v = 2.05
+    env = make_tiny(action_mode="unit_prices")
+    env.reset(seed=0)
+    _, r, _, _, info = env.step(np.zeros(2, np.float32))  # prices 0: fill in flat order
+    np.testing.assert_allclose(info["dispatch"], [[3.0, 2.0]])
+    assert r == pytest.approx(2.0 * 5.0 + 0.5 * 5.0 / 10.0) and info["repair_l1"] == 0.0
+    env.reset(seed=0)  # unit 0 priced at 0.5 v: unit 1 first (3), then unit 0 still pays (2)
+    x = env.decode_action(np.array([0.5, -0.4], np.float32))
+    np.testing.assert_allclose(x, [[2.0, 3.0]])
+    _, r, _, _, _ = env.step(np.array([1.0, 0.0], np.float32))  # price v on unit 0: only unit 1
+    assert r == pytest.approx(2.05 * 3.0)
+
+
+def test_unit_prices_zero_action_is_myopic_welfare_and_time_of_use_is_one_action():
+    """The zero action is ``myopic-welfare``'s decision; ``time-of-use``'s prices, given as
+    the action ``lam D / C`` (float64), give its decisions (the agents play in the dispatch
+    mode, whose float32 action carries their dispatch to about 1e-7 relative)."""
+    from schedgym import agents
+
+    kw = dict(scenario="congested", utility="linear")
+    env = gym.make(ENV_ID, action_mode="unit_prices", **kw).unwrapped
+    play = gym.make(ENV_ID, **kw).unwrapped
+    mw, tou = agents.make("myopic-welfare", play), agents.make("time-of-use", play, futures=3)
+    later = env.expected_later_demand(3) / env.instance.capacity.reshape(-1)
+    for agent, action in ((mw, lambda s: np.zeros(240)), (tou, lambda s: 0.1 * later[s])):
+        obs, _ = play.reset(seed=5)
+        env.reset(seed=5)
+        done = False
+        while not done:
+            s = int(env.jobs.arrival[env.job_index]) if env.job_index < env.jobs.n_jobs else 0
+            _, r, done, _, info = env.step(action(s))
+            obs, r_play, _, _, info_play = play.step(agent.predict(obs, deterministic=True)[0])
+            np.testing.assert_allclose(info["dispatch"], info_play["dispatch"], rtol=1e-6,
+                                       atol=1e-9)
+            assert r == pytest.approx(r_play, rel=1e-6, abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.lists(unit, min_size=18, max_size=18), min_size=8, max_size=8),
+       st.sampled_from(["linear", "log", "sqrt"]), st.integers(0, 2**16))
+def test_unit_prices_decisions_are_always_feasible(actions, utility, seed):
+    env = gym.make(ENV_ID, action_mode="unit_prices", utility=utility, capacity_mean=6.0,
+                   capacity_sd=1.0, workload_mean=30.0, **SMALL).unwrapped
+    env.reset(seed=seed)
+    for a in actions:
+        act = np.array(a, np.float32)
+        jobs, n, usage = env.jobs, env.job_index, env.usage.copy()
+        x = env.decode_action(act)
+        room = np.where(jobs.mask[n], np.minimum(jobs.capability[n],
+                                                 env.instance.capacity - usage), 0.0)
+        assert np.all(x >= 0) and np.all(x <= room + 1e-12)
+        assert x.sum() <= jobs.workload[n] * (1 + 1e-12)
+        _, _, done, _, info = env.step(act)
+        assert info["repair_l1"] <= 1e-9
+        np.testing.assert_allclose(info["dispatch"], x, atol=1e-9)
+        if done:
+            break
+    assert dynamics.is_feasible(env.instance, env.jobs, env.dispatch)
 
 
 def test_pricing_params_map():

@@ -41,6 +41,7 @@ def _reference(env, flat_space):
     cur = n < jobs.n_jobs
     rho = float(jobs.workload[n]) if cur else 0.0
     s, e = (int(jobs.arrival[n]), int(jobs.deadline[n])) if cur else (0, 0)
+    later = env.expected_later_demand()  # by hand in tests/agents/test_time_of_use.py
     rows, mask, rooms = [], [], 0.0
     for r in range(R):
         for t in range(T):
@@ -55,7 +56,8 @@ def _reference(env, flat_space):
                          xb / cap_max, w / C, min(1.0, room / rho) if rho > 0 else 0.0,
                          min(1.0, b / C / v), C / c_max, t / span,
                          np.clip((t - s) / span, -1, 1), np.clip((e - t) / span, -1, 1),
-                         float(cur and s <= t <= e)])
+                         float(cur and s <= t <= e),
+                         min(1.0, later[s, r * T + t] / C / 2.0) if cur else 0.0])
             mask.append(float(ok))
     fam = [float(inst.utility == f) for f in ("linear", "log", "sqrt")]
     context = [rho / rho_max, s / span, e / span, (e - s + 1) / T if cur else 0.0, iota / v,
@@ -115,7 +117,7 @@ def test_both_checkers_pass(kw):
 @given(R=st.integers(1, 4), T=st.integers(1, 6), jobs=st.integers(1, 5),
        utility=st.sampled_from(["linear", "log", "sqrt"]),
        scenario=st.sampled_from(["paper-default", "congested"]),
-       mode=st.sampled_from(["pricing", "dispatch"]),
+       mode=st.sampled_from(["pricing", "dispatch", "unit_prices"]),
        locality=st.sampled_from([None, 1]), scope=st.sampled_from(["unit", "job"]),
        bound_mode=st.sampled_from(["oracle", "prior"]), seed=st.integers(0, 2**31 - 1))
 def test_entities_lie_in_their_space_and_match_the_reference(R, T, jobs, utility, scenario, mode,
@@ -140,7 +142,8 @@ def test_entities_lie_in_their_space_and_match_the_reference(R, T, jobs, utility
     {},
     {"action_mode": "dispatch", "utility": "log", "instance_features": True},
     {"scenario": "paper-poisson", "n_jobs": None, "locality_size": 2},
-], ids=["pricing", "dispatch-log", "poisson-locality"])
+    {"action_mode": "unit_prices", "scenario": "congested"},
+], ids=["pricing", "dispatch-log", "poisson-locality", "unit-prices"])
 def test_native_vector_env_equals_single_envs(kw):
     kw = {"action_mode": "pricing", **SMALL, "n_jobs": 4, **kw, "obs_mode": "entities"}
     native = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", **kw)

@@ -1,9 +1,10 @@
 """The compiled step of DeadlineWelfare-v0 against its plain-numpy statement
-(:mod:`schedgym.envs.deadline_welfare.reference`), on random small instances, both action modes,
+(:mod:`schedgym.envs.deadline_welfare.reference`), on random small instances, every action mode,
 every utility family and random actions (out-of-box entries included).
 
 Tolerances: the ``"dispatch"`` mode does the same arithmetic in another summation order, so
-sums agree to ``1e-12`` relative; the ``"pricing"`` mode's best response is a bisection in both
+sums agree to ``1e-12`` relative; the best response of the ``"pricing"`` and ``"unit_prices"``
+modes is a bisection in both
 (different brackets and step counts), so dispatches agree to ``1e-7`` workload units and the
 welfare to ``1e-6`` relative. The applied dispatch is feasible in both."""
 
@@ -19,7 +20,7 @@ from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare import reference as ref
 
 #: (relative tolerance of sums, absolute tolerance of a dispatch entry) per action mode.
-TOL = {"dispatch": (1e-12, 1e-12), "pricing": (1e-6, 1e-7)}
+TOL = {"dispatch": (1e-12, 1e-12), "pricing": (1e-6, 1e-7), "unit_prices": (1e-6, 1e-7)}
 
 
 def _job(env, n: int) -> ref.Job:
@@ -44,7 +45,7 @@ def _run_episode(data, mode: str, sizes: tuple[int, int, int], family: str, cap_
     code, cap = inst.family_code, np.asarray(inst.capacity, float)
     rtol, atol = TOL[mode]
     usage = np.zeros((R, T))
-    dim = R * T if mode == "dispatch" else 3
+    dim = 3 if mode == "pricing" else R * T
     action_st = st.lists(st.floats(-1.5, 1.5, allow_nan=False, width=32), min_size=dim,
                          max_size=dim)
     for n in range(N):
@@ -68,7 +69,7 @@ def _run_episode(data, mode: str, sizes: tuple[int, int, int], family: str, cap_
     _check_obs(obs, ref.observation(None, (0, 0), usage, cap, N, N), "end")
 
 
-@pytest.mark.parametrize("mode", ["dispatch", "pricing"])
+@pytest.mark.parametrize("mode", ["dispatch", "pricing", "unit_prices"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), R=st.integers(1, 3), T=st.integers(1, 4), N=st.integers(1, 6),
        family=st.sampled_from(["linear", "log", "sqrt"]),
