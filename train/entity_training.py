@@ -4,8 +4,9 @@
 ``--policy entity`` means, for the env it is given:
 
 - the env is built with ``obs_mode="entities"`` and its learnable action mode (the ``--set
-  action_mode=...`` given, else the env's ``metadata["entity_action_mode"]``, else the first
-  non-default entry of ``metadata["action_modes"]``: FluctuatingSpeed ``scores``);
+  action_mode=...`` given, else the ``action_mode`` of the ``--config`` file's ``env_kwargs``,
+  else the env's ``metadata["entity_action_mode"]``, else the first non-default entry of
+  ``metadata["action_modes"]``: FluctuatingSpeed ``scores``);
 - the hyperparameters come from ``--config``, else from the shipped
   ``configs/learned/*-entity-<algo>.yml`` holding an entry for the env, else from the default
   config (``configs/<algo>.yml``, the mode's entry) with its policy replaced;
@@ -60,6 +61,18 @@ def entity_env_kwargs(algo: str, env_id: str, action_mode: Any = None) -> dict[s
                          f"{env_id}: it needs a learnable action mode (one of "
                          f"{', '.join(map(str, modes[1:])) or 'none'})")
     return {"obs_mode": "entities", "action_mode": str(action_mode)}
+
+
+def config_action_mode(config: str, env_id: str) -> str | None:
+    """The ``action_mode`` of the ``env_kwargs`` of ``env_id``'s entry in the config file
+    ``config`` (rl-zoo3 format), or None."""
+    import yaml
+
+    data = yaml.safe_load(Path(config).read_text()) or {}
+    entry = data.get(env_id) if isinstance(data, dict) else None
+    kwargs = entry.get("env_kwargs") if isinstance(entry, dict) else None
+    mode = kwargs.get("action_mode") if isinstance(kwargs, dict) else None
+    return None if mode is None else str(mode)
 
 
 def entity_config_path(algo: str, env_id: str) -> Path | None:
