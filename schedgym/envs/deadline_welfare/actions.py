@@ -1,5 +1,5 @@
-"""Action modes of DeadlineWelfare-v0 and the decoders of the learnable ``"pricing"`` and
-``"unit_prices"`` modes.
+"""Action modes of DeadlineWelfare-v0 and the decoders of the learnable ``"pricing"``,
+``"unit_prices"`` and ``"demand_price"`` modes.
 
 ``"dispatch"`` (default): ``Box(-1, 1, (R*T,))``, one entry per resource unit, mapped affinely to
 ``[0, x̄_nr]`` and made feasible by the env's repair (see the env docstring).
@@ -32,6 +32,13 @@ per-unit rule such as the ``time-of-use`` agent's (a price per unit of the workl
 are expected to want there) is one action of this mode, and a shared-weights policy with one
 head per unit (:class:`~schedgym.train.policies.EntityPolicy`) can express it.
 
+``"demand_price"``: ``Box(-1, 1, (1,))``, one scalar per job: unit ``r``'s price is
+``p_r = v max(0, a_0) D_r / C_r``, with ``D_r`` the workload that jobs arriving after the
+job's slot are expected to want on the unit (the env's ``expected_later_demand``, from the
+scenario's job distribution) and ``C_r`` its capacity; the job is served in full. The zero
+action is the job's myopic optimum and ``a_0 = 0.1`` is the ``time-of-use`` agent's rule: the
+learner chooses, job by job, how much the expected later demand should cost.
+
 Solution (KKT): with the multiplier λ >= 0 of the workload constraint and ``m_r = λ + p_r -
 β_r / C_r``, ``x_r(λ) = room_r`` where ``m_r <= 0`` and else ``clip(g_r(m_r), 0, room_r)`` with
 ``g = (f')^{-1}``: linear ``a x`` -> ``room_r`` if ``a_r > m_r`` else 0 (ties at ``a_r = m_r``:
@@ -49,7 +56,7 @@ import numpy as np
 from schedgym.envs.deadline_welfare.dynamics import f_prime_inverse
 
 #: Names of the action modes, default first (``env.unwrapped.metadata["action_modes"]``).
-ACTION_MODES: tuple[str, ...] = ("dispatch", "pricing", "unit_prices")
+ACTION_MODES: tuple[str, ...] = ("dispatch", "pricing", "unit_prices", "demand_price")
 #: Size of the ``"pricing"`` action.
 PRICING_DIM = 3
 
@@ -172,6 +179,22 @@ def decode_unit_prices(action: np.ndarray, code: int, v: float, mask: np.ndarray
     idx = np.flatnonzero(np.asarray(mask).reshape(-1))
     price = v * np.maximum(np.asarray(action, dtype=np.float64).reshape(-1)[idx], 0.0)
     return _respond(code, idx, price, mask, capability, coef, weight, capacity, usage, workload)
+
+
+def decode_demand_price(action: np.ndarray, code: int, v: float, mask: np.ndarray,
+                        capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+                        capacity: np.ndarray, usage: np.ndarray, workload: float,
+                        later: np.ndarray) -> np.ndarray:
+    """A ``"demand_price"`` action ``(1,)`` (validated, clipped to [-1, 1]) -> the job's
+    feasible dispatch ``(R, T)``: its best response to the prices ``v max(0, a_0) D / C`` on
+    its units, the whole workload offered; ``later`` ``(R, T)`` or ``(R T,)`` is ``D``, the
+    expected later demand after the job's slot. Other arguments as :func:`decode_pricing`'s."""
+    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
+    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
+    demand = np.asarray(later, dtype=np.float64).reshape(-1)[idx]
+    lam = max(0.0, float(np.asarray(action, dtype=np.float64).reshape(-1)[0]))
+    return _respond(code, idx, lam * v * demand / cap, mask, capability, coef, weight,
+                    capacity, usage, workload)
 
 
 def _respond(code: int, idx: np.ndarray, price: np.ndarray, mask: np.ndarray,

@@ -81,8 +81,8 @@ LATER_SCALE = 2.0
 def entity_action(action_mode: str) -> str:
     """``metadata["entity_action"]`` of an action mode: ``"entity"`` for ``dispatch`` and
     ``unit_prices`` (entry ``r * T + t`` is entity ``r * T + t``), ``"global"`` for ``pricing``
-    (3 scalars)."""
-    return "global" if action_mode == "pricing" else "entity"
+    (3 scalars) and ``demand_price`` (1)."""
+    return "global" if action_mode in ("pricing", "demand_price") else "entity"
 
 
 class EntityEncoder:

@@ -34,6 +34,7 @@ from schedgym.envs.deadline_welfare import dynamics, entities, viewer
 from schedgym.envs.deadline_welfare.actions import (
     ACTION_MODES,
     PRICING_DIM,
+    decode_demand_price,
     decode_pricing,
     decode_unit_prices,
 )
@@ -99,6 +100,11 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     welfare maximiser; the ``time-of-use`` agent's prices are one action of this mode. With
     ``obs_mode="entities"`` entity ``r * T + t`` carries the unit's features and its head sets
     the unit's price.
+
+    ``action_mode="demand_price"`` (learnable, one scalar): ``Box(-1, 1, (1,), float32)``, unit
+    prices ``v max(0, a_0) D / C`` with ``D`` the expected later demand on the unit after the
+    job's slot (:meth:`expected_later_demand`): ``a_0 = 0`` is the myopic optimum, ``0.1`` the
+    ``time-of-use`` agent's rule; the job gets its exact best response, whole workload offered.
 
     In every mode NaN/inf entries or a wrong shape raise ``ValueError``;
     ``env.unwrapped.metadata["action_modes"]`` lists the modes, default first.
@@ -263,7 +269,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._limits = instance.job_limits or job_limits(params)
         self._limit_names = LIMIT_PARAMS if instance.job_limits is None or source != "instance" \
             else tuple(f"instance.job_limits[{i}]" for i in range(4))
-        self._act_dim = PRICING_DIM if action_mode == "pricing" else instance.n_units
+        self._act_dim = {"pricing": PRICING_DIM, "demand_price": 1}.get(action_mode,
+                                                                        instance.n_units)
         self.action_space = unit_box(self._act_dim)
         self._later_demand: dict[int, np.ndarray] = {}
         #: The flat observation's space (laid out by :meth:`_obs_layout`, read by the vector env).
@@ -393,14 +400,17 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         jobs, n = self.jobs, self._n
         if n >= jobs.n_jobs:
             return np.zeros_like(upper)
+        args = (a, self.instance.family_code, self._bounds[1], jobs.mask[n], jobs.capability[n],
+                jobs.coef[n], jobs.weight[n], self.instance.capacity, self._usage,
+                float(jobs.workload[n]))
+        if self.action_mode == "demand_price":
+            return decode_demand_price(*args, self.expected_later_demand()[jobs.arrival[n]])
         decode = decode_pricing if self.action_mode == "pricing" else decode_unit_prices
-        return decode(a, self.instance.family_code, self._bounds[1], jobs.mask[n],
-                      jobs.capability[n], jobs.coef[n], jobs.weight[n], self.instance.capacity,
-                      self._usage, float(jobs.workload[n]))
+        return decode(*args)
 
     def decode_action(self, action: np.ndarray) -> np.ndarray:
         """Action in [-1, 1] (``(R*T,)`` in the ``"dispatch"`` and ``"unit_prices"`` modes,
-        ``(3,)`` in ``"pricing"``) ->
+        ``(3,)`` in ``"pricing"``, ``(1,)`` in ``"demand_price"``) ->
         proposed dispatch ``(R, T)`` of the current job in workload units (before the capacity
         and workload repair, which a pricing decision never needs; out-of-box entries
         clipped)."""
