@@ -14,6 +14,8 @@ P1; arrays ``(R, T)``, workload units):
      ``0 <= y_r <= max(0, min(x̄_r, C_r - ω_r))`` on ℛ_n (:func:`best_response`);
    - ``"unit_prices"``: the same best response to the prices ``p_r = v max(0, a_r)`` (one
      entry per unit), budget ``ρ_n``;
+   - ``"demand_price"``: the same to ``p_r = v max(0, a_0) D_r / C_r``, ``D`` the expected
+     later demand after the job's slot, budget ``ρ_n``;
 
 2. **repair** (constraints (4)-(7)): ``x = min(max(y, 0), x̄, max(0, C - ω))``, then if
    ``Σ x > ρ_n`` scale ``x`` by ``ρ_n / Σ x``;
@@ -150,6 +152,20 @@ def decode_unit_prices(action: np.ndarray, job: Job, family: int, v: float,
     return y
 
 
+def decode_demand_price(action: np.ndarray, job: Job, family: int, v: float,
+                        capacity: np.ndarray, usage: np.ndarray,
+                        later: np.ndarray) -> np.ndarray:
+    """``"demand_price"`` mode: the job's best response ``(R, T)`` to the prices ``v max(0,
+    a_0) D / C`` of its units (``later`` = ``D`` ``(R, T)``), its whole workload offered."""
+    lam = max(0.0, min(float(np.asarray(action, dtype=np.float64).reshape(-1)[0]), 1.0))
+    m = job.mask
+    room = np.maximum(0.0, np.minimum(job.capability[m], capacity[m] - usage[m]))
+    y = np.zeros(m.shape)
+    y[m] = best_response(family, job.coef[m], job.weight[m] / capacity[m],
+                         lam * v * later[m] / capacity[m], room, job.workload)
+    return y
+
+
 def repair(y: np.ndarray, job: Job, capacity: np.ndarray,
            usage: np.ndarray) -> tuple[np.ndarray, float, float]:
     """The documented repair: ``(x, L1 removed by capacity, L1 removed by the workload cap)``."""
@@ -172,17 +188,23 @@ def welfare(x: np.ndarray, job: Job, family: int, capacity: np.ndarray) -> tuple
 
 
 def step(job: Job, action: np.ndarray, mode: str, family: int, v: float, capacity: np.ndarray,
-         usage: np.ndarray) -> Step:
+         usage: np.ndarray, later: np.ndarray | None = None) -> Step:
     """One step of DeadlineWelfare-v0 (module docstring) for the job ``job`` with the mesh's
     capacity ``C`` and usage ``ω`` before it (``(R, T)``); ``v`` is the bounds' upper end (the
-    pricing mode's price scale)."""
+    price scale of the learnable modes); ``later`` ``(R, T)``: the expected later demand after
+    the job's slot (the ``"demand_price"`` mode only)."""
     if mode == "dispatch":
         y, clip = decode_dispatch(action, job)
     else:
         a = np.asarray(action, dtype=np.float64)
         clip = float(np.max(np.abs(np.clip(a, -1.0, 1.0) - a)))
-        decode = decode_pricing if mode == "pricing" else decode_unit_prices
-        y = decode(a, job, family, v, capacity, usage)
+        if mode == "demand_price":
+            if later is None:
+                raise ValueError("mode='demand_price' needs later, the expected later demand")
+            y = decode_demand_price(a, job, family, v, capacity, usage, later)
+        else:
+            decode = decode_pricing if mode == "pricing" else decode_unit_prices
+            y = decode(a, job, family, v, capacity, usage)
     x, cap_l1, wl_l1 = repair(y, job, capacity, usage)
     fj, fc = welfare(x, job, family, capacity)
     after = usage + x

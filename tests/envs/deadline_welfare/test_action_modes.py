@@ -23,16 +23,19 @@ unit = st.floats(-1.0, 1.0, allow_nan=False, width=32)
 def test_modes_are_listed_default_first():
     env = gym.make(ENV_ID)
     assert env.unwrapped.metadata["action_modes"] == ACTION_MODES == ("dispatch", "pricing",
-                                                                      "unit_prices")
+                                                                      "unit_prices",
+                                                                      "demand_price")
     assert env.unwrapped.action_mode == "dispatch"
     assert gym.make(ENV_ID, action_mode="pricing").action_space.shape == (3,)
     assert gym.make(ENV_ID, action_mode="unit_prices").action_space.shape == (240,)
+    assert gym.make(ENV_ID, action_mode="demand_price").action_space.shape == (1,)
     with pytest.raises(ValueError, match="action_mode='raw' is invalid: must be one of"):
         gym.make(ENV_ID, action_mode="raw")
 
 
 @pytest.mark.parametrize("mode, features", [("dispatch", True), ("pricing", False),
-                                            ("pricing", True), ("unit_prices", True)])
+                                            ("pricing", True), ("unit_prices", True),
+                                            ("demand_price", False)])
 @pytest.mark.parametrize("utility", ["linear", "sqrt"])
 def test_both_env_checkers_pass_in_every_mode(mode, features, utility):
     from gymnasium.utils.env_checker import check_env
@@ -99,7 +102,25 @@ def test_unit_prices_zero_action_is_myopic_welfare_and_time_of_use_is_one_action
     play = gym.make(ENV_ID, **kw).unwrapped
     mw, tou = agents.make("myopic-welfare", play), agents.make("time-of-use", play, futures=3)
     later = env.expected_later_demand(3) / env.instance.capacity.reshape(-1)
-    for agent, action in ((mw, lambda s: np.zeros(240)), (tou, lambda s: 0.1 * later[s])):
+    _same_decisions(env, play, ((mw, lambda s: np.zeros(240)), (tou, lambda s: 0.1 * later[s])))
+
+
+def test_demand_price_zero_is_myopic_welfare_and_a_tenth_is_time_of_use():
+    """``a_0 = 0`` is ``myopic-welfare``'s decision, ``a_0 = 0.1`` (float64) ``time-of-use``'s
+    (its default table: 30 synthetic episodes, the env's ``expected_later_demand``)."""
+    from schedgym import agents
+
+    kw = dict(scenario="congested", utility="linear")
+    env = gym.make(ENV_ID, action_mode="demand_price", **kw).unwrapped
+    play = gym.make(ENV_ID, **kw).unwrapped
+    mw, tou = agents.make("myopic-welfare", play), agents.make("time-of-use", play)
+    _same_decisions(env, play, ((mw, lambda s: np.zeros(1)), (tou, lambda s: np.full(1, 0.1))))
+
+
+def _same_decisions(env, play, pairs) -> None:
+    """Each ``(agent, action)``: ``env`` stepped with ``action(arrival slot)`` makes the agent's
+    decisions on ``play`` (same episode)."""
+    for agent, action in pairs:
         obs, _ = play.reset(seed=5)
         env.reset(seed=5)
         done = False
@@ -114,13 +135,14 @@ def test_unit_prices_zero_action_is_myopic_welfare_and_time_of_use_is_one_action
 
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.lists(unit, min_size=18, max_size=18), min_size=8, max_size=8),
-       st.sampled_from(["linear", "log", "sqrt"]), st.integers(0, 2**16))
-def test_unit_prices_decisions_are_always_feasible(actions, utility, seed):
-    env = gym.make(ENV_ID, action_mode="unit_prices", utility=utility, capacity_mean=6.0,
+       st.sampled_from(["linear", "log", "sqrt"]), st.integers(0, 2**16),
+       st.sampled_from(["unit_prices", "demand_price"]))
+def test_unit_and_demand_prices_are_always_feasible(actions, utility, seed, mode):
+    env = gym.make(ENV_ID, action_mode=mode, utility=utility, capacity_mean=6.0,
                    capacity_sd=1.0, workload_mean=30.0, **SMALL).unwrapped
     env.reset(seed=seed)
     for a in actions:
-        act = np.array(a, np.float32)
+        act = np.array(a[:env.action_space.shape[0]], np.float32)
         jobs, n, usage = env.jobs, env.job_index, env.usage.copy()
         x = env.decode_action(act)
         room = np.where(jobs.mask[n], np.minimum(jobs.capability[n],

@@ -117,7 +117,7 @@ def test_both_checkers_pass(kw):
 @given(R=st.integers(1, 4), T=st.integers(1, 6), jobs=st.integers(1, 5),
        utility=st.sampled_from(["linear", "log", "sqrt"]),
        scenario=st.sampled_from(["paper-default", "congested"]),
-       mode=st.sampled_from(["pricing", "dispatch", "unit_prices"]),
+       mode=st.sampled_from(["pricing", "dispatch", "unit_prices", "demand_price"]),
        locality=st.sampled_from([None, 1]), scope=st.sampled_from(["unit", "job"]),
        bound_mode=st.sampled_from(["oracle", "prior"]), seed=st.integers(0, 2**31 - 1))
 def test_entities_lie_in_their_space_and_match_the_reference(R, T, jobs, utility, scenario, mode,

@@ -20,7 +20,8 @@ from schedgym.envs.deadline_welfare import ENV_ID, dynamics
 from schedgym.envs.deadline_welfare import reference as ref
 
 #: (relative tolerance of sums, absolute tolerance of a dispatch entry) per action mode.
-TOL = {"dispatch": (1e-12, 1e-12), "pricing": (1e-6, 1e-7), "unit_prices": (1e-6, 1e-7)}
+TOL = {"dispatch": (1e-12, 1e-12), "pricing": (1e-6, 1e-7), "unit_prices": (1e-6, 1e-7),
+       "demand_price": (1e-6, 1e-7)}
 
 
 def _job(env, n: int) -> ref.Job:
@@ -45,7 +46,7 @@ def _run_episode(data, mode: str, sizes: tuple[int, int, int], family: str, cap_
     code, cap = inst.family_code, np.asarray(inst.capacity, float)
     rtol, atol = TOL[mode]
     usage = np.zeros((R, T))
-    dim = 3 if mode == "pricing" else R * T
+    dim = {"pricing": 3, "demand_price": 1}.get(mode, R * T)
     action_st = st.lists(st.floats(-1.5, 1.5, allow_nan=False, width=32), min_size=dim,
                          max_size=dim)
     for n in range(N):
@@ -53,7 +54,8 @@ def _run_episode(data, mode: str, sizes: tuple[int, int, int], family: str, cap_
         _check_obs(obs, ref.observation(job, (env.jobs.arrival[n], env.jobs.deadline[n]), usage,
                                         cap, n, N), f"job {n}")
         action = np.array(data.draw(action_st), dtype=np.float32)
-        want = ref.step(job, action, mode, code, env.bounds[1], cap, usage)
+        later = env.expected_later_demand()[env.jobs.arrival[n]].reshape(R, T)
+        want = ref.step(job, action, mode, code, env.bounds[1], cap, usage, later)
         obs, reward, done, _, info = env.step(action)
         np.testing.assert_allclose(info["dispatch"], want.x, rtol=rtol, atol=atol)
         np.testing.assert_allclose(env.usage, want.usage, rtol=rtol, atol=atol)
@@ -69,7 +71,7 @@ def _run_episode(data, mode: str, sizes: tuple[int, int, int], family: str, cap_
     _check_obs(obs, ref.observation(None, (0, 0), usage, cap, N, N), "end")
 
 
-@pytest.mark.parametrize("mode", ["dispatch", "pricing", "unit_prices"])
+@pytest.mark.parametrize("mode", ["dispatch", "pricing", "unit_prices", "demand_price"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), R=st.integers(1, 3), T=st.integers(1, 4), N=st.integers(1, 6),
        family=st.sampled_from(["linear", "log", "sqrt"]),
