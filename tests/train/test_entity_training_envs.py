@@ -133,48 +133,55 @@ def test_compare_plays_the_model_on_another_size(runs, env_id, tmp_path):
     assert all(np.isfinite(v) for v in played["metrics"].values() if isinstance(v, float))
 
 
-#: DeadlineWelfare-v0's per-unit pricing: the config file names its mode (``unit_prices``),
-#: which ``--policy entity --config FILE`` trains in, one head per unit.
-UNIT = {**CASES[DW], "mode": "unit_prices", "layout": "entity",
-        "config": "deadline-welfare-unit-prices-ppo.yml", "n_envs": 4}
+#: DeadlineWelfare-v0's price modes with their own config files, which name the mode that
+#: ``--policy entity --config FILE`` trains in: one head per unit (``unit_prices``) or one
+#: scalar per job (``demand_price``).
+PRICE_MODES = {
+    "unit_prices": {**CASES[DW], "mode": "unit_prices", "layout": "entity", "n_envs": 4,
+                    "config": "deadline-welfare-unit-prices-ppo.yml"},
+    "demand_price": {**CASES[DW], "mode": "demand_price", "layout": "global", "n_envs": 4,
+                     "config": "deadline-welfare-demand-price-ppo.yml"},
+}
 
 
-@pytest.fixture(scope="module")
-def unit_run(tmp_path_factory):
-    """A tiny ``--policy entity --config deadline-welfare-unit-prices-ppo.yml`` run."""
-    overrides, scenario = _settings(UNIT)
-    return train(TrainConfig("ppo", DW, policy="entity", timesteps=64, overrides=overrides,
-                             config=str(hp.config_dir() / "learned" / UNIT["config"]),
-                             instance_seeds=(0, 1), hyperparams={"n_steps": 16, "batch_size": 32},
-                             out=str(tmp_path_factory.mktemp("unit")), eval_freq=0,
-                             checkpoint_freq=0, **scenario))
+@pytest.fixture(scope="module", params=sorted(PRICE_MODES))
+def price_run(request, tmp_path_factory):
+    """A tiny ``--policy entity --config <the mode's file>`` run: ``(case, result)``."""
+    case = PRICE_MODES[request.param]
+    overrides, scenario = _settings(case)
+    return case, train(TrainConfig(
+        "ppo", DW, policy="entity", timesteps=64, overrides=overrides,
+        config=str(hp.config_dir() / "learned" / case["config"]), instance_seeds=(0, 1),
+        hyperparams={"n_steps": 16, "batch_size": 32}, out=str(tmp_path_factory.mktemp("p")),
+        eval_freq=0, checkpoint_freq=0, **scenario))
 
 
-def test_the_config_files_mode_is_the_one_trained(unit_run):
-    meta = json.loads((unit_run.run_dir / "run.json").read_text())
-    assert meta["env_kwargs"] == {"obs_mode": "entities", "action_mode": "unit_prices",
-                                  **{k: v for k, v in meta["env_kwargs"].items()
-                                     if k not in ("obs_mode", "action_mode")}}
-    assert unit_run.model.policy.action_layout == "entity"
-    assert unit_run.model.n_envs == UNIT["n_envs"]
+def test_the_config_files_mode_is_the_one_trained(price_run):
+    case, run = price_run
+    meta = json.loads((run.run_dir / "run.json").read_text())
+    assert meta["env_kwargs"]["obs_mode"] == "entities"
+    assert meta["env_kwargs"]["action_mode"] == case["mode"]
+    assert run.model.policy.action_layout == case["layout"]
+    assert run.model.n_envs == case["n_envs"]
 
 
-def test_the_unit_prices_model_plays_two_other_sizes(unit_run, tmp_path):
-    trained = sum(p.numel() for p in unit_run.model.policy.parameters())
-    for size in UNIT["sizes"]:
-        env = gym.make(DW, obs_mode="entities", action_mode="unit_prices",
-                       **{**UNIT["extra"], **size})
-        agent = make(f"ppo:{unit_run.model_path}", env)
+def test_the_price_mode_model_plays_two_other_sizes(price_run, tmp_path):
+    case, run = price_run
+    trained = sum(p.numel() for p in run.model.policy.parameters())
+    for size in case["sizes"]:
+        env = gym.make(DW, obs_mode="entities", action_mode=case["mode"],
+                       **{**case["extra"], **size})
+        agent = make(f"ppo:{run.model_path}", env)
         assert sum(p.numel() for p in agent.policy.parameters()) == trained
         obs, _ = env.reset(seed=0)
         action, _ = agent.predict(obs, deterministic=True)
-        assert action.shape == (size["n_instances"] * size["horizon"],)
+        assert env.action_space.contains(action)
         env.step(action)
-    extra = dict(UNIT["extra"])
-    sets = [a for k, v in {**extra, **UNIT["sizes"][1]}.items() if k != "scenario"
+    extra = dict(case["extra"])
+    sets = [a for k, v in {**extra, **case["sizes"][1]}.items() if k != "scenario"
             for a in ("--set", f"{k}={v}")]
     out = tmp_path / "cmp"
-    spec = f"ppo:{unit_run.model_path}"
+    spec = f"ppo:{run.model_path}"
     assert cli(["compare", DW, "--agents", f"time-of-use,{spec}", "--seeds", "100",
                 "--instance-seeds", "1000", "--scenario", extra["scenario"], *sets,
                 "--out", str(out), "--workers", "1", "--quiet", "--no-plots",
@@ -182,14 +189,14 @@ def test_the_unit_prices_model_plays_two_other_sizes(unit_run, tmp_path):
     recs = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     played = next(r for r in recs if r["key"][1] == spec)
     assert played["status"] == "ok"
-    assert played["env_kwargs"] == {"action_mode": "unit_prices", "obs_mode": "entities"}
+    assert played["env_kwargs"] == {"action_mode": case["mode"], "obs_mode": "entities"}
 
 
 def test_config_action_mode_reads_the_file(tmp_path):
     from schedgym.train.entity_training import config_action_mode
 
-    assert config_action_mode(str(hp.config_dir() / "learned" / UNIT["config"]),
-                              DW) == "unit_prices"
+    for mode, case in PRICE_MODES.items():
+        assert config_action_mode(str(hp.config_dir() / "learned" / case["config"]), DW) == mode
     assert config_action_mode(str(hp.config_dir() / "learned" / CASES[DW]["config"]),
                               DW) == "pricing"
     (tmp_path / "c.yml").write_text("schedgym/DeadlineWelfare-v0:\n  n_envs: 2\n")
