@@ -2,7 +2,8 @@
 DeadlineWelfare-v0 (``pricing``), issue 24's "tiny training run per env": each run picks its
 shipped ``configs/learned/*-entity-ppo.yml``, is saved, reloaded by the ``ppo:model.zip`` agent
 and played by ``compare`` on another size, and the same weights play two sizes with one
-parameter count. (FluctuatingSpeed-v0: tests/train/test_entity_training.py.)"""
+parameter count; DeadlineWelfare-v0's ``unit_prices`` and ``demand_price`` modes the same with
+their own config files. (FluctuatingSpeed-v0: tests/train/test_entity_training.py.)"""
 
 from __future__ import annotations
 
