@@ -133,44 +133,23 @@ def _same_decisions(env, play, pairs) -> None:
             assert r == pytest.approx(r_play, rel=1e-6, abs=1e-9)
 
 
-@settings(max_examples=20, deadline=None)
-@given(st.lists(st.lists(unit, min_size=18, max_size=18), min_size=8, max_size=8),
-       st.sampled_from(["linear", "log", "sqrt"]), st.integers(0, 2**16),
-       st.sampled_from(["unit_prices", "demand_price"]))
-def test_unit_and_demand_prices_are_always_feasible(actions, utility, seed, mode):
-    env = gym.make(ENV_ID, action_mode=mode, utility=utility, capacity_mean=6.0,
-                   capacity_sd=1.0, workload_mean=30.0, **SMALL).unwrapped
-    env.reset(seed=seed)
-    for a in actions:
-        act = np.array(a[:env.action_space.shape[0]], np.float32)
-        jobs, n, usage = env.jobs, env.job_index, env.usage.copy()
-        x = env.decode_action(act)
-        room = np.where(jobs.mask[n], np.minimum(jobs.capability[n],
-                                                 env.instance.capacity - usage), 0.0)
-        assert np.all(x >= 0) and np.all(x <= room + 1e-12)
-        assert x.sum() <= jobs.workload[n] * (1 + 1e-12)
-        _, _, done, _, info = env.step(act)
-        assert info["repair_l1"] <= 1e-9
-        np.testing.assert_allclose(info["dispatch"], x, atol=1e-9)
-        if done:
-            break
-    assert dynamics.is_feasible(env.instance, env.jobs, env.dispatch)
-
-
 def test_pricing_params_map():
     assert pricing_params(np.array([-0.3, 0.5, 0.2]), 4.0) == (0.0, 2.0, 1.0)
     assert pricing_params(np.array([1.0, -1.0, -1.0]), 4.0) == (4.0, 0.0, 0.0)
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(unit, unit, unit), min_size=12, max_size=12),
-       st.sampled_from(["linear", "log", "sqrt"]), st.integers(0, 2**16))
-def test_pricing_decisions_are_always_feasible(actions, utility, seed):
-    env = gym.make(ENV_ID, action_mode="pricing", utility=utility, capacity_mean=6.0,
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(unit, min_size=18, max_size=18), min_size=8, max_size=8),
+       st.sampled_from(["linear", "log", "sqrt"]), st.integers(0, 2**16),
+       st.sampled_from(["pricing", "unit_prices", "demand_price"]))
+def test_price_decisions_are_always_feasible(actions, utility, seed, mode):
+    """Every decoded price decision is within the job's room and workload, and the repair
+    moves nothing (the modes decode into a best response; SMALL's mesh has 18 units)."""
+    env = gym.make(ENV_ID, action_mode=mode, utility=utility, capacity_mean=6.0,
                    capacity_sd=1.0, workload_mean=30.0, **SMALL).unwrapped
     env.reset(seed=seed)
-    for a in actions[:8]:
-        act = np.array(a, np.float32)
+    for a in actions:
+        act = np.array(a[:env.action_space.shape[0]], np.float32)
         jobs, n, usage = env.jobs, env.job_index, env.usage.copy()
         x = env.decode_action(act)
         room = np.where(jobs.mask[n], np.minimum(jobs.capability[n],
