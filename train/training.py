@@ -62,6 +62,7 @@ from typing import Any
 import gymnasium as gym
 
 import schedgym  # noqa: F401  (registers the env ids)
+from schedgym.core.validation import check_bool
 from schedgym.train import hyperparams as hp
 from schedgym.train.cli_options import check_out_folder, check_run_name
 from schedgym.train.tensorboard import env_folder, metric_spec
@@ -97,7 +98,9 @@ class TrainConfig:
       ``resume``: model/checkpoint zip to continue from.
     - ``eval_freq``/``checkpoint_freq``: env steps between evaluations/checkpoints (0 = off,
       None = the bounded default); ``eval_episodes``: episodes per evaluation (None: 3, or one per
-      evaluation instance); ``eval_seed``: episode seed of the evaluation env (None: 1e6+seed).
+      evaluation instance); ``eval_seed``: episode seed of the evaluation env (None: 1e6+seed);
+      ``eval_draws``: evaluate (and keep ``best_model.zip`` by) the policy's sampled actions
+      instead of its mode, for a policy that is played with its draws.
     - ``log_every``: schedgym/* TensorBoard window (env steps); ``beside``/``beside_seeds``:
       agents played afterwards on these episode seeds into the same TensorBoard root.
     - ``progress``, ``verbose``, ``device``, ``threads`` (torch CPU threads; None = torch's
@@ -125,6 +128,7 @@ class TrainConfig:
     eval_freq: int | None = None
     eval_episodes: int | None = None
     eval_seed: int | None = None
+    eval_draws: bool = False
     checkpoint_freq: int | None = None
     log_every: int = 1000
     beside: tuple[str, ...] = ()
@@ -202,6 +206,7 @@ def _validate_config(cfg: TrainConfig) -> None:
     check_out_folder(cfg.out, "out")
     if cfg.policy not in ("default", "entity"):
         raise ValueError(f"policy={cfg.policy!r} is invalid: must be one of default, entity")
+    check_bool("eval_draws", cfg.eval_draws)
     if cfg.overwrite and cfg.resume is not None:
         raise ValueError("overwrite=True with resume is invalid: resuming continues the run "
                          "folder; give one of them")
@@ -472,7 +477,7 @@ class _Trainer:
             out.append(ResumableEvalCallback(
                 self.eval_env, history=history, n_eval_episodes=episodes,
                 eval_freq=max(freq // n_envs, 1), best_model_save_path=str(run_dir),
-                log_path=str(run_dir), deterministic=True, verbose=0))
+                log_path=str(run_dir), deterministic=not cfg.eval_draws, verbose=0))
         ckpt = max(n_total // 5, 1) if cfg.checkpoint_freq is None else cfg.checkpoint_freq
         if ckpt > 0:
             out.append(CheckpointCallback(max(ckpt // n_envs, 1), str(run_dir / "checkpoints"),
@@ -617,6 +622,7 @@ def write_meta(run_dir: Path, cfg: TrainConfig, plan: _Plan, model: Any, wall_s:
             "instance_seed": cfg.training_instances()[0],
             "instance_seeds": list(cfg.training_instances()),
             "eval_instance_seeds": list(cfg.evaluation_instances()),
+            "eval_draws": cfg.eval_draws,
             "resumed_from": cfg.resume, "interrupted": interrupted,
             "num_timesteps": int(model.num_timesteps), "wall_s": wall_s}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
@@ -694,6 +700,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="episodes per evaluation (default 3, or one per evaluation instance)")
     p.add_argument("--eval-seed", type=int, default=None,
                    help="seed of the evaluation env (default 1000000 + seed)")
+    p.add_argument("--eval-draws", action="store_true",
+                   help="evaluate the policy's sampled actions instead of its mode, and keep "
+                   "best_model.zip by them (for a policy played as ppo:model.zip"
+                   "[deterministic=false])")
     p.add_argument("--checkpoint-freq", type=int, default=None,
                    help="checkpoint every N env steps (default timesteps/5; 0 = off)")
     p.add_argument("--log-every", type=int, default=1000,
@@ -736,7 +746,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         instance_seeds=seeds(args.instance_seeds),
         eval_instance_seeds=seeds(args.eval_instance_seeds), out=args.out, name=args.name,
         overwrite=args.overwrite, resume=args.resume, eval_freq=args.eval_freq,
-        eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
+        eval_episodes=args.eval_episodes, eval_seed=args.eval_seed, eval_draws=args.eval_draws,
         checkpoint_freq=args.checkpoint_freq, log_every=args.log_every,
         beside=tuple(split_agents(args.beside)) if args.beside else (),
         beside_seeds=tuple(parse_seeds(args.beside_seeds)), progress=not args.no_progress,

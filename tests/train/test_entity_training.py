@@ -219,3 +219,21 @@ def test_policy_entity_without_an_entity_config_replaces_the_policy(tmp_path, mo
     env = gym.make(dw, n_jobs=10, obs_mode="entities", action_mode="pricing")
     action, _ = make(f"ppo:{res.model_path}", env).predict(env.reset(seed=0)[0])
     assert env.action_space.contains(action)
+
+
+def test_eval_draws_evaluates_the_sampled_actions(tmp_path):
+    """``--eval-draws``: the evaluation callback plays the policy's draws, not its mode: same
+    seed and steps, other evaluation returns; recorded in run.json; a non-bool is refused."""
+    runs = {}
+    for draws in (False, True):
+        run = train("ppo", ENV_ID, policy="entity", timesteps=64, overrides=SMALL,
+                    instance_seeds=(0, 1), hyperparams={"n_steps": 16, "batch_size": 32},
+                    out=tmp_path / str(draws), eval_freq=32, eval_episodes=2,
+                    checkpoint_freq=0, eval_draws=draws)
+        assert json.loads((run.run_dir / "run.json").read_text())["eval_draws"] is draws
+        runs[draws] = np.load(run.run_dir / "evaluations.npz")["results"]
+    assert runs[False].shape == runs[True].shape
+    assert not np.array_equal(runs[False], runs[True])
+    with pytest.raises(ValueError, match="eval_draws"):
+        train("ppo", ENV_ID, policy="entity", timesteps=64, overrides=SMALL,
+              out=tmp_path / "bad", eval_draws="yes")
