@@ -132,8 +132,8 @@ def _theta_small(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th
     for a block of 1 to 4 entries, ``rows`` a tuple of that length. ``n`` is then a
     compile-time constant: each group's search state stays in registers, the loops over its
     entries unroll, and the loop over the groups, branch-free, is vectorised. The same
-    operations in the same order as :func:`_theta` (see there): the same bits, about twice as
-    fast, but each of the four versions takes about 0.4 s to compile."""
+    operations in the same order as :func:`_theta` (see there): the same bits, with fewer loads
+    and stores than its state arrays need, but four versions to compile."""
     n, G = len(rows), Z.shape[1]
     above = False
     for i in range(n):
@@ -223,8 +223,8 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     otherwise the thetas by :func:`_theta`, then :func:`_clip`. With ``sized`` (pass a
     constant: the kernel is inlined into its caller, where numba drops the branch not taken),
     blocks of 1 to 4 entries use :func:`_theta_small`'s versions for their size instead:
-    about twice as fast, and four more versions to compile, so only the native vector env's
-    step asks for it. Both give the same bits."""
+    faster, but four more versions to compile, so only the native vector env's step asks for
+    it (docs/performance.md has the trade). Both give the same bits."""
     n, G = Z.shape
     if (A.shape != Z.shape or V.shape != Z.shape or c.size != G or load.size != G
             or work.shape[0] < WORK_ROWS or work.shape[1] != G):

@@ -14,9 +14,11 @@ Reward (spec ogasched §1.6, the separable "nice setup")::
 The compiled kernels (numba, ``cache=True``): the projection (:func:`_project_blocks`, the
 (instance, resource) groups laid out as the blocks of the instance's projection plan, one
 :func:`~schedgym.core.projection.project_block` per block), the reward (:func:`_score`), the
-supergradient (:func:`_supergradient_kernel`) and :func:`_step_rows`, the step of the env and of
+supergradient (:func:`_supergradient_kernel`) and :func:`_step_body`, the step of the env and of
 the vector env in one call: decode, projection, reward, utilization of every copy (one copy is a
-batch of one, so both give the same bits). Every sum runs in one fixed order with plain loops
+batch of one, so both give the same bits), compiled as :func:`_step_rows` (one theta search for
+every block size) and, for the native vector env only, :func:`_step_rows_sized` (with the
+searches compiled per block size: the same bits). Every sum runs in one fixed order with plain loops
 (no BLAS), so a step gives the same bits in every process on one machine.
 
 Every public function checks the shapes and dtypes of its arrays (:func:`_vector`) before a
