@@ -27,8 +27,8 @@ import gymnasium as gym
 import numpy as np
 
 from schedgym import agents
-from schedgym.agents.baselines.time_of_use import job_shares
 from schedgym.envs.deadline_welfare.actions import best_response
+from schedgym.envs.deadline_welfare.demand import job_shares
 from schedgym.train.runner import run_episode
 from schedgym.train.stats import parse_seeds
 
