@@ -125,18 +125,25 @@ def best_response(family: int, a: np.ndarray, gain: np.ndarray, price: np.ndarra
     return y * min(1.0, budget / y.sum()) if y.sum() > 0 else y
 
 
+def respond(job: Job, family: int, capacity: np.ndarray, usage: np.ndarray,
+            price: np.ndarray, budget: float) -> np.ndarray:
+    """The job's best response ``(R, T)`` to ``price`` on its units (``price`` ``(|ℛ_n|,)``,
+    in the mask's order): room ``max(0, min(x̄, C - ω))`` per unit, ``budget`` in all."""
+    m = job.mask
+    room = np.maximum(0.0, np.minimum(job.capability[m], capacity[m] - usage[m]))
+    y = np.zeros(m.shape)
+    y[m] = best_response(family, job.coef[m], job.weight[m] / capacity[m], price, room, budget)
+    return y
+
+
 def decode_pricing(action: np.ndarray, job: Job, family: int, v: float, capacity: np.ndarray,
                    usage: np.ndarray) -> np.ndarray:
     """``"pricing"`` mode: the job's best response ``(R, T)`` to the action's prices."""
     a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
     p0, p1, q = v * max(0.0, a[0]), v * max(0.0, a[1]), min(1.0, 1.0 + a[2])
     m = job.mask
-    room = np.maximum(0.0, np.minimum(job.capability[m], capacity[m] - usage[m]))
-    price = p0 + p1 * usage[m] / capacity[m]
-    y = np.zeros(m.shape)
-    y[m] = best_response(family, job.coef[m], job.weight[m] / capacity[m], price, room,
-                         q * job.workload)
-    return y
+    return respond(job, family, capacity, usage, p0 + p1 * usage[m] / capacity[m],
+                   q * job.workload)
 
 
 def decode_unit_prices(action: np.ndarray, job: Job, family: int, v: float,
@@ -144,12 +151,8 @@ def decode_unit_prices(action: np.ndarray, job: Job, family: int, v: float,
     """``"unit_prices"`` mode: the job's best response ``(R, T)`` to the prices ``v max(0,
     a)`` of its units, its whole workload offered."""
     a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0).reshape(capacity.shape)
-    m = job.mask
-    room = np.maximum(0.0, np.minimum(job.capability[m], capacity[m] - usage[m]))
-    y = np.zeros(m.shape)
-    y[m] = best_response(family, job.coef[m], job.weight[m] / capacity[m],
-                         v * np.maximum(a[m], 0.0), room, job.workload)
-    return y
+    return respond(job, family, capacity, usage, v * np.maximum(a[job.mask], 0.0),
+                   job.workload)
 
 
 def decode_demand_price(action: np.ndarray, job: Job, family: int, v: float,
@@ -159,11 +162,8 @@ def decode_demand_price(action: np.ndarray, job: Job, family: int, v: float,
     a_0) D / C`` of its units (``later`` = ``D`` ``(R, T)``), its whole workload offered."""
     lam = max(0.0, min(float(np.asarray(action, dtype=np.float64).reshape(-1)[0]), 1.0))
     m = job.mask
-    room = np.maximum(0.0, np.minimum(job.capability[m], capacity[m] - usage[m]))
-    y = np.zeros(m.shape)
-    y[m] = best_response(family, job.coef[m], job.weight[m] / capacity[m],
-                         lam * v * later[m] / capacity[m], room, job.workload)
-    return y
+    return respond(job, family, capacity, usage, lam * v * later[m] / capacity[m],
+                   job.workload)
 
 
 def repair(y: np.ndarray, job: Job, capacity: np.ndarray,
