@@ -135,10 +135,11 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     With ``obs_mode="entities"`` (default ``"flat"``, the ``Dict`` above) the observation is
     one row per mesh unit ``(r, t)`` for the current job (``N = R * T``, entity ``r * T + t`` =
     ``dispatch`` entry ``r * T + t``, so ``metadata["entity_action"]`` is ``"entity"`` in
-    ``dispatch`` and ``unit_prices`` and ``"global"`` in ``pricing``, the mode an entity policy
-    trains in by default, ``metadata["entity_action_mode"]``): ``Dict(entities=Box(low, 1, (N *
-    13,)), mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``, float32, the ``(N, 13)`` rows
-    flattened row-major into the 1-D ``entities`` vector (unit ``i`` at ``[13 i:13 (i + 1)]``).
+    ``dispatch`` and ``unit_prices``, ``"global"`` in ``demand_price`` and in ``pricing``, the
+    mode an entity policy trains in by default, ``metadata["entity_action_mode"]``):
+    ``Dict(entities=Box(low, 1, (N * 13,)), mask=Box(0, 1, (N,)), context=Box(0, 1, (13,)))``,
+    float32, the ``(N, 13)`` rows flattened row-major into the 1-D ``entities`` vector (unit
+    ``i`` at ``[13 i:13 (i + 1)]``).
     Per unit (names in ``entity_feature_names``, definitions in :data:`.entities.FEATURES`):
     allowed, a / a_max, the marginal welfare ``(a f'(δ) + β/C) / v``, x̄ / x̄_max, ω/C before the
     job, the room ``min(x̄, C - ω) / ρ``, ``(β/C) / v``, C / C_max, t / D, ``(t - s_n) / D`` and
