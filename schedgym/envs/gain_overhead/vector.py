@@ -229,9 +229,9 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         single env's decode of its mode (inside the step kernel in the ``"allocation"`` mode,
         :func:`.actions.decode_batch` in the learnable ones), then the projection and score of
         all of them in one compiled call (:func:`.dynamics.step_batch`, its projection compiled
-        per block size); returns ``(y,
-        utilization, its float32 copy, stats)`` as that function does. Raises ``ValueError``
-        for a NaN/inf entry (the ``"allocation"`` decode checks in its own pass)."""
+        per block size); returns ``(y, utilization, its float32 copy, stats)`` as that function
+        does. Raises ``ValueError`` for a NaN/inf entry (the ``"allocation"`` decode checks in
+        its own pass)."""
         inst = self.instance
         if self.action_mode == "allocation":
             bad, y, util, util32, stats = dynamics.step_batch(inst, a, live, x, True, sized=True)
