@@ -63,14 +63,13 @@ def entity_env_kwargs(algo: str, env_id: str, action_mode: Any = None) -> dict[s
     return {"obs_mode": "entities", "action_mode": str(action_mode)}
 
 
-def config_action_mode(config: str, env_id: str) -> str | None:
+def config_action_mode(algo: str, config: str, env_id: str) -> str | None:
     """The ``action_mode`` of the ``env_kwargs`` of ``env_id``'s entry in the config file
-    ``config`` (rl-zoo3 format), or None."""
-    import yaml
+    ``config`` (read and checked as :func:`~schedgym.train.hyperparams.load_config` reads it,
+    so a missing or malformed file is its one-line ``ValueError``), or None."""
+    from schedgym.train.hyperparams import load_config
 
-    data = yaml.safe_load(Path(config).read_text()) or {}
-    entry = data.get(env_id) if isinstance(data, dict) else None
-    kwargs = entry.get("env_kwargs") if isinstance(entry, dict) else None
+    kwargs = load_config(algo, env_id, config).get("env_kwargs")
     mode = kwargs.get("action_mode") if isinstance(kwargs, dict) else None
     return None if mode is None else str(mode)
 

@@ -291,7 +291,7 @@ def _plan(cfg: TrainConfig) -> _Plan:
 
     mode = cfg.overrides.get("action_mode")
     if cfg.policy == "entity" and mode is None and cfg.config is not None:
-        mode = ent.config_action_mode(cfg.config, cfg.env_id)  # the file names its mode
+        mode = ent.config_action_mode(cfg.algo, cfg.config, cfg.env_id)  # the file names its mode
     entity_kw = (ent.entity_env_kwargs(cfg.algo, cfg.env_id, mode) if cfg.policy == "entity"
                  else {})
     mode = entity_kw.get("action_mode", mode)

@@ -197,9 +197,17 @@ def test_config_action_mode_reads_the_file(tmp_path):
     from schedgym.train.entity_training import config_action_mode
 
     for mode, case in PRICE_MODES.items():
-        assert config_action_mode(str(hp.config_dir() / "learned" / case["config"]), DW) == mode
-    assert config_action_mode(str(hp.config_dir() / "learned" / CASES[DW]["config"]),
+        path = str(hp.config_dir() / "learned" / case["config"])
+        assert config_action_mode("ppo", path, DW) == mode
+    assert config_action_mode("ppo", str(hp.config_dir() / "learned" / CASES[DW]["config"]),
                               DW) == "pricing"
-    (tmp_path / "c.yml").write_text("schedgym/DeadlineWelfare-v0:\n  n_envs: 2\n")
-    assert config_action_mode(str(tmp_path / "c.yml"), DW) is None
-    assert config_action_mode(str(tmp_path / "c.yml"), "schedgym/GainOverhead-v0") is None
+    (tmp_path / "c.yml").write_text("schedgym/DeadlineWelfare-v0:\n  policy: MultiInputPolicy\n"
+                                   "  n_envs: 2\n")
+    assert config_action_mode("ppo", str(tmp_path / "c.yml"), DW) is None
+    with pytest.raises(ValueError, match="has no entry"):
+        config_action_mode("ppo", str(tmp_path / "c.yml"), "schedgym/GainOverhead-v0")
+    with pytest.raises(ValueError, match="config=.*does not exist"):
+        config_action_mode("ppo", str(tmp_path / "none.yml"), DW)
+    (tmp_path / "bad.yml").write_text("a: [\n")
+    with pytest.raises(ValueError, match="config=.*is invalid"):
+        config_action_mode("ppo", str(tmp_path / "bad.yml"), DW)
