@@ -146,6 +146,17 @@ class MaskedDiagGaussian(DiagGaussianDistribution):
         return (self.distribution.entropy() * self.mask).sum(dim=-1)
 
 
+def _action_mean_init(value: Any, action_space: spaces.Box) -> float:
+    """``value`` as a float inside every entry's bounds of ``action_space``; ``ValueError``
+    naming it otherwise."""
+    low, high = float(np.max(action_space.low)), float(np.min(action_space.high))
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (ok and low <= float(value) <= high):
+        raise ValueError(f"action_mean_init={value!r} is invalid: must be a number in "
+                         f"[{low:g}, {high:g}], the action space's bounds")
+    return float(value)
+
+
 def _mlp(n_in: int, hidden: list[int], act: type[nn.Module]) -> nn.Sequential:
     layers: list[nn.Module] = []
     for h in hidden:
@@ -175,6 +186,11 @@ class EntityPolicy(ActorCriticPolicy):
     - exploration: a Gaussian with a learned ``log_std`` of shape ``(1,)`` shared by every
       entity (``"entity"``; its log-probability and entropy count only the masked-in entities) or
       ``(action_dim,)`` (``"global"``, independent of ``N``).
+    - ``action_mean_init`` (default 0): the bias of the action head's last layer, so the
+      untrained policy's action mean starts at this value in every entry (its weights start at
+      gain 0.01, so near-constant). A decoder whose classical rule sits at a non-zero action
+      (DeadlineWelfare's ``demand_price``: ``a = 0.1`` is ``time-of-use``) lets the learner
+      start from that rule and learn corrections to it. Must lie inside the action space.
 
     Every parameter's shape depends only on ``F``, ``C``, the widths and (``"global"``) the
     fixed action size, never on ``N``: ``PPO.load(path, custom_objects={"observation_space":
@@ -187,7 +203,8 @@ class EntityPolicy(ActorCriticPolicy):
                  lr_schedule: Schedule, net_arch: list[int] | dict[str, list[int]] | None = None,
                  activation_fn: type[nn.Module] = nn.Tanh, ortho_init: bool = True,
                  log_std_init: float = 0.0, action_layout: str | None = None,
-                 use_sde: bool = False, **kwargs: Any) -> None:
+                 action_mean_init: float = 0.0, use_sde: bool = False,
+                 **kwargs: Any) -> None:
         N, _, _ = entity_space_sizes(observation_space)
         if use_sde:
             raise ValueError("use_sde=True is invalid for EntityPolicy: it explores with a "
@@ -210,13 +227,15 @@ class EntityPolicy(ActorCriticPolicy):
         if any(not isinstance(h, int) or h < 1 for h in self.hidden):
             raise ValueError(f"net_arch={net_arch!r} is invalid: must be a list of widths >= 1")
         self.action_layout = action_layout
+        self.action_mean_init = _action_mean_init(action_mean_init, action_space)
         super().__init__(observation_space, action_space, lr_schedule, net_arch=self.hidden,
                          activation_fn=activation_fn, ortho_init=ortho_init,
                          log_std_init=log_std_init, **kwargs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(net_arch=self.hidden, action_layout=self.action_layout)
+        data.update(net_arch=self.hidden, action_layout=self.action_layout,
+                    action_mean_init=self.action_mean_init)
         return data
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -244,6 +263,10 @@ class EntityPolicy(ActorCriticPolicy):
                 net.apply(partial(self.init_weights, gain=np.sqrt(2)))
             self.init_weights(self.action_net[-1], gain=0.01)
             self.init_weights(self.value_net[-1], gain=1.0)
+        if self.action_mean_init != 0.0:
+            last = self.action_net[-1]
+            assert isinstance(last, nn.Linear)
+            nn.init.constant_(last.bias, self.action_mean_init)
         self.optimizer = self.optimizer_class(  # type: ignore[call-arg]
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 

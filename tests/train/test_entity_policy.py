@@ -127,6 +127,33 @@ def test_bad_spaces_and_options_raise():
             entity_space_sizes(space)
 
 
+def test_action_mean_init_starts_every_action_mean_there():
+    """``action_mean_init``: the untrained action mean sits at the value (both layouts; the
+    masked-out entries stay 0), is a constructor parameter (so saved in the zip), and a value
+    outside the action space or not a number is refused by name."""
+    obs = _obs(9)
+    for layout, n_act in (("entity", None), ("global", 3)):
+        th.manual_seed(0)
+        act = spaces.Box(-1, 1, (9 if n_act is None else n_act,), np.float32)
+        pol = EntityPolicy(_space(9), act, lambda _: 3e-4, action_layout=layout,
+                           net_arch=[16, 16], action_mean_init=0.3)
+        with th.no_grad():
+            mu, _, mask = pol.heads(obs)
+        on = mu[mask > 0] if layout == "entity" else mu
+        assert th.all((on - 0.3).abs() < 0.05), on
+        if layout == "entity":
+            assert th.all(mu[mask == 0] == 0)
+        assert pol._get_constructor_parameters()["action_mean_init"] == 0.3
+    with th.no_grad():
+        plain = _policy(9).heads(obs)[0]
+    assert th.all(plain.abs() < 0.05)  # the default keeps SB3's zero-bias init
+    act = spaces.Box(-1, 1, (9,), np.float32)
+    for bad in (1.5, -2, "0.1", True, float("nan")):
+        with pytest.raises(ValueError, match=r"action_mean_init=.* is invalid: must be a "
+                                             r"number in \[-1, 1\]"):
+            EntityPolicy(_space(9), act, lambda _: 3e-4, action_mean_init=bad)
+
+
 def test_same_weights_play_two_sizes_of_fluctuating_speed(tmp_path):
     """A PPO model saved at one size loads with another size's spaces and acts there."""
     kw = {"obs_mode": "entities", "action_mode": "scores", "horizon": 8, "compute_oracle": False}
