@@ -36,7 +36,8 @@ episodes are full episodes, e.g. 2,000 slots).
 
 --resume CKPT.zip continues a run: the model (and its VecNormalize statistics, looked up beside
 the checkpoint) is loaded and trained for --timesteps more steps; the step count continues,
-evaluations.npz is appended to and best_model.zip is replaced only when beaten.
+evaluations.npz is appended to and best_model.zip is replaced only when beaten (so a run is
+resumed with the --eval-draws setting it was evaluated with; another is refused).
 
 --policy entity trains the shared-weights EntityPolicy on obs_mode=entities and the env's
 learnable action mode (config: configs/learned/*-entity-<algo>.yml when one has the env); the
@@ -261,6 +262,28 @@ def run_folder_of(model_path: str | Path) -> Path:
     return p.parent if p.name == "checkpoints" else p
 
 
+def check_resumed_evaluations(cfg: TrainConfig) -> None:
+    """Refuse to resume a run whose evaluations judged the other kind of action
+    (``eval_draws``): the resumed run appends to its ``evaluations.npz``, keeps
+    ``best_model.zip`` by the best of them all and records its own setting in ``run.json``, so
+    the two kinds would be compared as one."""
+    if cfg.resume is None:
+        return
+    folder = run_folder_of(cfg.resume)
+    meta = folder / "run.json"
+    if not ((folder / "evaluations.npz").is_file() and meta.is_file()):
+        return
+    try:
+        before = bool(json.loads(meta.read_text()).get("eval_draws", False))
+    except (OSError, ValueError):
+        return  # an unreadable record: nothing to compare against
+    if before != cfg.eval_draws:
+        kind = {True: "sampled actions (--eval-draws)", False: "the policy's mode"}
+        raise ValueError(f"eval_draws={cfg.eval_draws} is invalid for resume={cfg.resume!r}: "
+                         f"that run evaluated {kind[before]}, and best_model.zip is kept by "
+                         f"the best of all its evaluations; resume with eval_draws={before}")
+
+
 def train(config: TrainConfig | str, env_id: str | None = None, **kwargs: Any) -> TrainResult:
     """Train as ``config`` says; see the module docstring for the files written.
 
@@ -403,6 +426,7 @@ class _Trainer:
         if cfg.resume is not None and not Path(cfg.resume).is_file():
             raise ValueError(f"resume={cfg.resume!r} is invalid: file does not exist")
         plan = _plan(cfg)
+        check_resumed_evaluations(cfg)
         run_dir = claim_run_dir(cfg)
         try:
             model = self._build(plan, run_dir)

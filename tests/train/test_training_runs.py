@@ -127,6 +127,13 @@ def test_resume_appends_evaluations_and_keeps_the_best_model(tmp_path):
     assert len(steps) >= n_first + 1 and steps == sorted(steps)
     if np.max(means[n_first:]) <= best:  # not beaten: the old best model stays
         assert (first.run_dir / "best_model.zip").read_bytes() == best_bytes
+    # evaluations of the other kind (sampled actions) would be ranked with these: refused
+    # before anything is written
+    with pytest.raises(ValueError, match=r"eval_draws=True is invalid for resume=.*resume "
+                                         r"with eval_draws=False$"):
+        train(dataclasses.replace(cfg, resume=str(second.model_path), eval_draws=True))
+    with np.load(first.run_dir / "evaluations.npz") as f:
+        assert list(f["timesteps"]) == steps
 
 
 def test_interrupt_saves_model_config_and_run_json(tmp_path):
