@@ -36,8 +36,9 @@ head per unit (:class:`~schedgym.train.policies.EntityPolicy`) can express it.
 ``p_r = v max(0, a_0) D_r / C_r``, with ``D_r`` the workload that jobs arriving after the
 job's slot are expected to want on the unit (the env's ``expected_later_demand``, from the
 scenario's job distribution) and ``C_r`` its capacity; the job is served in full. The zero
-action is the job's myopic optimum and ``a_0 = 0.1`` is the ``time-of-use`` agent's rule: the
-learner chooses, job by job, how much the expected later demand should cost.
+action is the job's myopic optimum and ``a_0 = lam`` is the ``time-of-use`` agent's rule at
+that ``lam`` (its default: ``a_0 = 0.15``): the learner chooses, job by job, how much the
+expected later demand should cost.
 
 Solution (KKT): with the multiplier λ >= 0 of the workload constraint and ``m_r = λ + p_r -
 β_r / C_r``, ``x_r(λ) = room_r`` where ``m_r <= 0`` and else ``clip(g_r(m_r), 0, room_r)`` with

@@ -103,8 +103,9 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     ``action_mode="demand_price"`` (learnable, one scalar): ``Box(-1, 1, (1,), float32)``, unit
     prices ``v max(0, a_0) D / C`` with ``D`` the expected later demand on the unit after the
-    job's slot (:meth:`expected_later_demand`): ``a_0 = 0`` is the myopic optimum, ``0.1`` the
-    ``time-of-use`` agent's rule; the job gets its exact best response, whole workload offered.
+    job's slot (:meth:`expected_later_demand`): ``a_0 = 0`` is the myopic optimum, ``a_0 = lam``
+    the ``time-of-use`` agent's rule (default ``0.15``); the job gets its exact best response,
+    whole workload offered.
 
     In every mode NaN/inf entries or a wrong shape raise ``ValueError``;
     ``env.unwrapped.metadata["action_modes"]`` lists the modes, default first.

@@ -102,19 +102,23 @@ def test_unit_prices_zero_action_is_myopic_welfare_and_time_of_use_is_one_action
     play = gym.make(ENV_ID, **kw).unwrapped
     mw, tou = agents.make("myopic-welfare", play), agents.make("time-of-use", play, futures=3)
     later = env.expected_later_demand(3) / env.instance.capacity.reshape(-1)
-    _same_decisions(env, play, ((mw, lambda s: np.zeros(240)), (tou, lambda s: 0.1 * later[s])))
+    _same_decisions(env, play, ((mw, lambda s: np.zeros(240)), (tou, lambda s: tou.lam * later[s])))
 
 
-def test_demand_price_zero_is_myopic_welfare_and_a_tenth_is_time_of_use():
-    """``a_0 = 0`` is ``myopic-welfare``'s decision, ``a_0 = 0.1`` (float64) ``time-of-use``'s
-    (its default table: 30 synthetic episodes, the env's ``expected_later_demand``)."""
+def test_demand_price_zero_is_myopic_welfare_and_lam_is_time_of_use():
+    """``a_0 = 0`` is ``myopic-welfare``'s decision, ``a_0 = lam`` (float64) ``time-of-use``'s
+    at that ``lam`` (its default and another; its default table: 30 synthetic episodes, the
+    env's ``expected_later_demand``)."""
     from schedgym import agents
 
     kw = dict(scenario="congested", utility="linear")
     env = gym.make(ENV_ID, action_mode="demand_price", **kw).unwrapped
     play = gym.make(ENV_ID, **kw).unwrapped
     mw, tou = agents.make("myopic-welfare", play), agents.make("time-of-use", play)
-    _same_decisions(env, play, ((mw, lambda s: np.zeros(1)), (tou, lambda s: np.full(1, 0.1))))
+    other = agents.make("time-of-use", play, lam=0.3)
+    assert tou.lam == 0.15
+    _same_decisions(env, play, ((mw, lambda s: np.zeros(1)), (tou, lambda s: np.full(1, 0.15)),
+                                (other, lambda s: np.full(1, 0.3))))
 
 
 def _same_decisions(env, play, pairs) -> None:
