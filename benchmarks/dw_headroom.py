@@ -2,9 +2,10 @@
 
 ``time-of-use`` (:mod:`schedgym.agents.baselines.time_of_use`) prices unit ``(r, t)`` at
 ``lam * v * D(r, t) / C(r, t)`` (``D``: the workload later jobs are expected to want there) and
-gives each job its exact best response; ``lam = 0.1`` is its default, chosen on training
-instances. The ``demand_price`` action mode lets a learner choose ``lam`` job by job. How much
-is there to gain above the default? This script plays, on the same episodes:
+gives each job its exact best response; its default ``lam`` is the best of this script's grid
+on the training instances (the default arguments). The ``demand_price`` action mode lets a
+learner choose ``lam`` job by job. How much is there to gain above the default? This script
+plays, on the same episodes:
 
 - every constant ``lam`` of a grid (the rule a constant action plays);
 - the hindsight best constant ``lam`` of each episode (the grid's best for that episode, known
@@ -14,8 +15,8 @@ is there to gain above the default? This script plays, on the same episodes:
   unit's remaining capacity ``C - usage`` instead of ``C``, so booked units cost more) and
   ``squared`` (``(D / C)^2``, steeper where later demand exceeds capacity).
 
-Prints the paired per-episode ratio of each to ``time-of-use`` at ``lam = 0.1`` (mean +- 95 %
-normal half-width over the episodes).
+Prints the paired per-episode ratio of each to ``time-of-use`` at its default ``lam`` (mean +-
+95 % normal half-width over the episodes).
 
 Usage: ``python benchmarks/dw_headroom.py [--instance-seeds 0-19] [--seeds 0-4]``
 (``congested`` scenario, linear utilities: the generalisation track of
@@ -25,6 +26,7 @@ docs/learned-vs-classical.md, section 9).
 from __future__ import annotations
 
 import argparse
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -38,6 +40,8 @@ from schedgym.train.stats import parse_seeds
 
 LAMS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
 SHAPES = ("ratio", "room", "squared")
+#: ``time-of-use``'s default ``lam``, the reference of every ratio (one of ``LAMS``).
+DEFAULT = float(inspect.signature(TimeOfUse).parameters["lam"].default)
 
 
 class ShapedPrice(TimeOfUse):
@@ -81,8 +85,8 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-4")
     args = ap.parse_args()
     welfare = play_all(parse_seeds(args.instance_seeds), parse_seeds(args.seeds))
-    base = welfare[("ratio", 0.1)]
-    print(f"time-of-use, lam = 0.1: {base.mean():,.1f} per episode ({base.size} episodes)")
+    base = welfare[("ratio", DEFAULT)]
+    print(f"time-of-use, lam = {DEFAULT}: {base.mean():,.1f} per episode ({base.size} episodes)")
     print(f"{'shape':>8} {'lam':>5} {'/ time-of-use':>14} {'+-':>7}")
 
     def show(name: str, lam: str, r: np.ndarray) -> None:
