@@ -38,14 +38,21 @@ def env_spaces(env: Any) -> tuple[Any, Any]:
     return obs, act
 
 
-def _trained_env_id(path: Path) -> str | None:
-    meta = path.parent / "run.json"
+def run_record(folder: str | Path) -> dict[str, Any] | None:
+    """The ``run.json`` that ``schedgym train`` writes into a run folder, as a dict; None when
+    the file is missing, unreadable or not a JSON object (a run without a record)."""
+    meta = Path(folder) / "run.json"
     if not meta.is_file():
         return None
     try:
-        env_id = json.loads(meta.read_text()).get("env_id")
-    except (json.JSONDecodeError, AttributeError, OSError):
+        record = json.loads(meta.read_text())
+    except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) else None
+
+
+def _trained_env_id(path: Path) -> str | None:
+    env_id = (run_record(path.parent) or {}).get("env_id")
     return env_id if isinstance(env_id, str) else None
 
 

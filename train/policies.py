@@ -189,8 +189,9 @@ class EntityPolicy(ActorCriticPolicy):
     - ``action_mean_init`` (default 0): the bias of the action head's last layer, so the
       untrained policy's action mean starts at this value in every entry (its weights start at
       gain 0.01, so near-constant). A decoder whose classical rule sits at a non-zero action
-      (DeadlineWelfare's ``demand_price``: ``a = 0.1`` is ``time-of-use``) lets the learner
-      start from that rule and learn corrections to it. Must lie inside the action space.
+      (DeadlineWelfare's ``demand_price``: ``a = lam`` is ``time-of-use`` at that ``lam``)
+      lets the learner start from that rule and learn corrections to it. Must lie inside the
+      action space.
 
     Every parameter's shape depends only on ``F``, ``C``, the widths and (``"global"``) the
     fixed action size, never on ``N``: ``PPO.load(path, custom_objects={"observation_space":

@@ -269,14 +269,13 @@ def check_resumed_evaluations(cfg: TrainConfig) -> None:
     the two kinds would be compared as one."""
     if cfg.resume is None:
         return
+    from schedgym.agents.learned import run_record
+
     folder = run_folder_of(cfg.resume)
-    meta = folder / "run.json"
-    if not ((folder / "evaluations.npz").is_file() and meta.is_file()):
-        return
-    try:
-        before = bool(json.loads(meta.read_text()).get("eval_draws", False))
-    except (OSError, ValueError):
-        return  # an unreadable record: nothing to compare against
+    record = run_record(folder)
+    if record is None or not (folder / "evaluations.npz").is_file():
+        return  # no evaluations, or no readable record of their kind
+    before = bool(record.get("eval_draws", False))
     if before != cfg.eval_draws:
         kind = {True: "sampled actions (--eval-draws)", False: "the policy's mode"}
         raise ValueError(f"eval_draws={cfg.eval_draws} is invalid for resume={cfg.resume!r}: "

@@ -23,6 +23,7 @@ from schedgym.train.instances import InstanceCycler, split_instance_seeds
 from schedgym.train.training import (
     DEFAULT_EVAL_INSTANCE_SEEDS,
     TrainConfig,
+    check_resumed_evaluations,
     claim_run_dir,
     default_eval_freq,
     next_command,
@@ -134,6 +135,24 @@ def test_resume_appends_evaluations_and_keeps_the_best_model(tmp_path):
         train(dataclasses.replace(cfg, resume=str(second.model_path), eval_draws=True))
     with np.load(first.run_dir / "evaluations.npz") as f:
         assert list(f["timesteps"]) == steps
+
+
+def test_resume_check_reads_the_runs_record_and_skips_an_unreadable_one(tmp_path):
+    """The eval-draws check reads ``run.json`` beside the evaluations; a record that is no
+    JSON object (or no record, or no evaluations) has nothing to compare and is skipped, not a
+    traceback."""
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = _cfg(tmp_path, resume=str(run / "model.zip"), eval_draws=True)
+    check_resumed_evaluations(cfg)  # neither evaluations nor record
+    (run / "evaluations.npz").write_bytes(b"")
+    for text in ("[]", "{not json", '"x"'):
+        (run / "run.json").write_text(text)
+        check_resumed_evaluations(cfg)
+    (run / "run.json").write_text(json.dumps({"eval_draws": False}))
+    with pytest.raises(ValueError, match="resume with eval_draws=False"):
+        check_resumed_evaluations(cfg)
+    check_resumed_evaluations(dataclasses.replace(cfg, eval_draws=False))
 
 
 def test_interrupt_saves_model_config_and_run_json(tmp_path):
