@@ -33,7 +33,6 @@ import gymnasium as gym
 import numpy as np
 
 from schedgym.agents.baselines.time_of_use import TimeOfUse
-from schedgym.envs.deadline_welfare.actions import best_response
 from schedgym.envs.deadline_welfare.dynamics import ObservedJob
 from schedgym.train.runner import run_episode
 from schedgym.train.stats import parse_seeds
@@ -51,18 +50,16 @@ class ShapedPrice(TimeOfUse):
         super().__init__(env, lam=lam)
         self.shape = shape
 
-    def decide(self, job: ObservedJob) -> np.ndarray:
-        """The job's best response ``(m,)`` to this shape's prices."""
+    def prices(self, job: ObservedJob) -> np.ndarray:
+        """This shape's unit prices ``(m,)`` on the job's units."""
+        if self.shape == "ratio":
+            return super().prices(job)
         demand = self.later[job.arrival, job.units]
         if self.shape == "room":
             scale = demand / np.maximum(job.capacity - job.usage, 1e-9)
-        elif self.shape == "squared":
-            scale = (demand / job.capacity) ** 2
         else:
-            scale = demand / job.capacity
-        price = self.lam * job.bounds[1] * scale
-        return best_response(job.family, job.coef, job.weight, job.capacity, job.remaining,
-                             price, job.workload)
+            scale = (demand / job.capacity) ** 2
+        return self.lam * job.bounds[1] * scale
 
 
 def play_all(instance_seeds: list[int], seeds: list[int]) -> dict[tuple[str, float], np.ndarray]:

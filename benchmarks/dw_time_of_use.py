@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from schedgym import agents
-from schedgym.envs.deadline_welfare.actions import best_response
+from schedgym.envs.deadline_welfare.actions import decode_demand_price
 from schedgym.envs.deadline_welfare.demand import job_shares
 from schedgym.train.runner import run_episode
 from schedgym.train.stats import parse_seeds
@@ -39,16 +39,15 @@ def clairvoyant(env: Any, seed: int, lam: float) -> float:
     """Welfare of one episode with ``D`` from the episode's real later jobs."""
     u = env.unwrapped
     env.reset(seed=seed)
-    jobs, cap = u.jobs, u.instance.capacity
+    jobs, inst = u.jobs, u.instance
     real = job_shares(jobs)
     total = 0.0
     for n in range(jobs.n_jobs):
-        m = jobs.mask[n]
-        price = lam * u.bounds[1] * real[n + 1:].sum(axis=0)[m] / cap[m]
-        room = np.maximum(0.0, np.minimum(jobs.capability[n][m], cap[m] - u.usage[m]))
-        x = np.zeros(m.shape)
-        x[m] = best_response(u.instance.family_code, jobs.coef[n][m], jobs.weight[n][m],
-                             cap[m], room, price, float(jobs.workload[n]))
+        # the demand_price decoder at a = lam, with the real later jobs' demand as D
+        x = decode_demand_price(np.array([lam]), inst.family_code, u.bounds[1], jobs.mask[n],
+                                jobs.capability[n], jobs.coef[n], jobs.weight[n],
+                                inst.capacity, u.usage, float(jobs.workload[n]),
+                                real[n + 1:].sum(axis=0))
         total += float(env.step(u.encode_action(x))[1])
     return total
 

@@ -47,9 +47,12 @@ class TimeOfUse(_MeshBaseline):
         #: ``(T + 1, R * T)`` expected later demand (the env's ``expected_later_demand``).
         self.later = self.env.expected_later_demand(self.futures)
 
+    def prices(self, job: ObservedJob) -> np.ndarray:
+        """The unit prices ``(m,)`` on the job's units, ``lam * v * D_s / C``."""
+        return self.lam * job.bounds[1] * self.later[job.arrival, job.units] / job.capacity
+
     def decide(self, job: ObservedJob) -> np.ndarray:
-        """The job's dispatch on its units ``(m,)``, workload units."""
-        demand = self.later[job.arrival, job.units]
-        price = self.lam * job.bounds[1] * demand / job.capacity
+        """The job's dispatch on its units ``(m,)``, workload units: its best response to
+        :meth:`prices`."""
         return best_response(job.family, job.coef, job.weight, job.capacity, job.remaining,
-                             price, job.workload)
+                             self.prices(job), job.workload)
