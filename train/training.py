@@ -395,6 +395,15 @@ def claim_run_dir(cfg: TrainConfig) -> Path:
     raise ValueError(f"out={cfg.out!r}: too many runs named {cfg.run_name!r}; give --name")
 
 
+def release_unused_claim(run_dir: Path) -> None:
+    """Give back the claim on ``run_dir`` when nothing else was written there, so that a run
+    that failed to start leaves a folder the next run of that name takes (a claimed folder is
+    skipped: a stale claim cannot be told from a live one). The empty folder stays: removing it
+    could pull it from under a concurrent claim that has just made it."""
+    if {p.name for p in run_dir.iterdir()} == {CLAIM}:
+        (run_dir / CLAIM).unlink(missing_ok=True)
+
+
 def _clear_run(run_dir: Path) -> None:
     """Remove one run's files (events, models, evaluations, checkpoints) from ``run_dir``."""
     for p in run_dir.glob("events.out.tfevents.*"):
@@ -428,7 +437,11 @@ class _Trainer:
         check_resumed_evaluations(cfg)
         run_dir = claim_run_dir(cfg)
         try:
-            model = self._build(plan, run_dir)
+            try:
+                model = self._build(plan, run_dir)
+            except BaseException:
+                release_unused_claim(run_dir)  # a failed start leaves no stale claim
+                raise
             interrupted = self._learn(model, plan, run_dir)
             model_path = self._save(model, plan, run_dir, interrupted)
         finally:

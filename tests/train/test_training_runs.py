@@ -112,6 +112,21 @@ def test_claim_run_dir_is_atomic_per_name(tmp_path):
     assert len(dirs) == 3  # three claims, three folders (never shared)
 
 
+def test_a_start_that_fails_gives_its_folder_back(tmp_path):
+    """A run whose model cannot be built (a policy keyword out of range, refused by the
+    policy's constructor) writes nothing and releases its claim: the next run of that name
+    trains in the same folder, not in NAME-2."""
+    tiny = {"n_steps": 16, "batch_size": 16, "n_envs": 2}
+    cfg = _cfg(tmp_path, name="r", algo="ppo", policy="entity",
+               hyperparams={**tiny, "policy_kwargs": {"action_mean_init": 5.0}})
+    with pytest.raises(ValueError, match="action_mean_init=5.0 is invalid"):
+        train(cfg)
+    folder = tmp_path / "GainOverhead-v0" / "r"
+    assert folder.is_dir() and not any(folder.iterdir())
+    again = train(dataclasses.replace(cfg, hyperparams=tiny))
+    assert again.run_dir == folder and (folder / "model.zip").is_file()
+
+
 def test_resume_appends_evaluations_and_keeps_the_best_model(tmp_path):
     cfg = _cfg(tmp_path, name="r", timesteps=64, eval_freq=16, eval_episodes=1)
     first = train(cfg)
