@@ -34,12 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from schedgym.agents.record import PLAY_KEYS  # noqa: F401  (re-exported)
+from schedgym.agents.spec import is_learned
 from schedgym.train.store import BENCHMARK
-
-#: env kwargs of a learned agent's ``run.json`` that ``compare`` applies when playing it: how
-#: the agent sees and acts on the env (mode), not which world it faces (scenario, overrides,
-#: seeds stay the run's, so common random numbers are kept).
-PLAY_KEYS = ("action_mode", "obs_mode", "instance_features", "arrivals", "feedback_stats")
 
 OnDone = Callable[[Any, Any, BaseException | None], None]
 
@@ -108,7 +105,6 @@ def _benchmark(task: EpisodeTask) -> dict[str, Any]:
 
 
 def _episode(task: EpisodeTask) -> dict[str, Any]:
-    from schedgym.train.plots import is_learned
     from schedgym.train.runner import build_agent, make_env, run_episode
 
     if is_learned(task.agent):

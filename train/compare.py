@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import threading
 import time
@@ -44,8 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.agents.registry import play_kwargs
-from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
+from schedgym.agents.record import learned_env_kwargs  # noqa: F401  (re-exported)
+from schedgym.agents.registry import mode_kwargs as agent_mode
+from schedgym.agents.spec import AgentSpec
+from schedgym.agents.spec import split_specs as split_agents
+from schedgym.train.backend import EpisodeTask, execute, run_calls
 from schedgym.train.cli_options import (
     add_env_options,
     add_parallel_options,
@@ -59,47 +61,17 @@ from schedgym.train.stats import parse_seeds
 from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
 
 
-def learned_env_kwargs(spec: str) -> dict[str, Any]:
-    """The mode kwargs a learned agent ``ALGO:path/model.zip`` was trained with: the
-    :data:`~schedgym.train.backend.PLAY_KEYS` of the ``env_kwargs`` in the ``run.json`` beside
-    the model ({} for a classical agent or a model without ``run.json``)."""
-    from schedgym.train.plots import is_learned
-
-    if not is_learned(spec):
-        return {}
-    from schedgym.train.runner import parse_agent_spec
-
-    path = Path(parse_agent_spec(spec)[0].split(":", 1)[1])
-    meta_path = path.parent / "run.json"
-    if not meta_path.is_file():
-        return {}
-    try:
-        env_kw = json.loads(meta_path.read_text()).get("env_kwargs") or {}
-    except (json.JSONDecodeError, AttributeError) as exc:
-        raise ValueError(f"agent={spec!r} is invalid: {meta_path} is not a run.json ({exc})"
-                         ) from None
-    return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
-
-
-def agent_mode(spec: str, env_id: str) -> dict[str, Any]:
-    """The ``gym.make`` kwargs of the mode ``spec`` plays in on ``env_id``: a learned agent's
-    own (:func:`learned_env_kwargs`), else a classical agent's
-    (:func:`~schedgym.agents.registry.play_kwargs`; ``{}`` for the default mode)."""
-    return learned_env_kwargs(spec) or play_kwargs(spec, env_id)
-
-
 def check_agent_name(spec: str) -> None:
     """An agent spec whose name is no registered agent (nor ``ALGO:path.zip``) is a
     ``ValueError`` suggesting the closest name (``ogashed`` -> did you mean 'ogasched'?)."""
     import difflib
 
     from schedgym.agents import registry
-    from schedgym.train.plots import is_learned
-    from schedgym.train.runner import parse_agent_spec
 
-    if is_learned(spec):
+    agent = AgentSpec.parse(spec)
+    if agent.is_learned:
         return
-    name = parse_agent_spec(spec)[0]
+    name = agent.name
     known = registry.names()
     if name in known:
         return
@@ -294,24 +266,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--record-frames", type=int, default=8,
                    help="frames in the --record strip (default 8)")
     p.set_defaults(func=main)
-
-
-def split_agents(text: str) -> list[str]:
-    """Split ``a,b[x=1,y=2],c`` at top-level commas only."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += ch == "["
-        depth -= ch == "]"
-        cur += ch
-    out.append(cur)
-    specs = [s.strip() for s in out if s.strip()]
-    if not specs:
-        raise ValueError(f"agents={text!r} is invalid: give at least one agent name")
-    return specs
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:

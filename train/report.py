@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from schedgym.agents.spec import AgentSpec
 from schedgym.train.runner import EpisodeResult
 from schedgym.train.runspec import RunSpec
 from schedgym.train.stats import fmt_ci, mean_ci
@@ -66,7 +67,7 @@ def load(store: RunStore, setting: str | None = None
 
 
 def _base(spec: str) -> str:
-    return spec.split("[", 1)[0].strip().lower()
+    return AgentSpec.parse(spec).key
 
 
 def ceiling_of(agents: Sequence[str], bench_names: Sequence[str]) -> tuple[str, str] | None:
@@ -83,7 +84,6 @@ def ceiling_of(agents: Sequence[str], bench_names: Sequence[str]) -> tuple[str, 
 def best_reference(results: Sequence[EpisodeResult], reference: str | None = None) -> str:
     """``reference`` if given (must be in the run), else the best classical agent."""
     from schedgym.agents.registry import is_benchmark
-    from schedgym.train.plots import is_learned
 
     agents = list(dict.fromkeys(r.agent for r in results))
     if reference is not None:
@@ -91,7 +91,7 @@ def best_reference(results: Sequence[EpisodeResult], reference: str | None = Non
             raise ValueError(f"reference={reference!r} is invalid: must be one of the agents "
                              f"with results: {', '.join(agents)}")
         return reference
-    pool = [a for a in agents if not is_learned(a) and not is_benchmark(a)
+    pool = [a for a in agents if not AgentSpec.parse(a).is_learned and not is_benchmark(a)
             and _base(a) not in CEILING_AGENTS] or agents
     return max(pool, key=lambda a: np.mean([r.metrics["reward"] for r in results
                                             if r.agent == a]))
@@ -219,17 +219,10 @@ PIPE_WIDTH = 1000
 
 def display_names(agents: Sequence[str]) -> dict[str, str]:
     """Each agent's label in the printed table: a learned ``ALGO:path/to/run/model.zip[opts]``
-    as ``ALGO:…/run/model.zip[opts]`` (its folder and file; the full path stays in the files),
-    unless two agents would then read the same; every other agent as it is."""
-    from schedgym.train.plots import is_learned
-
-    short = {}
-    for a in agents:
-        name, bracket, opts = a.partition("[")
-        algo, _, path = name.partition(":")
-        parts = Path(path).parts
-        short[a] = (f"{algo}:…/{parts[-2]}/{parts[-1]}{bracket}{opts}"
-                    if is_learned(a) and len(parts) > 2 else a)
+    as ``ALGO:…/run/model.zip[opts]`` (its folder and file; the full path stays in the files;
+    :meth:`~schedgym.agents.spec.AgentSpec.short_label`), unless two agents would then read the
+    same; every other agent as it is."""
+    short = {a: AgentSpec.parse(a).short_label() for a in agents}
     clash = {v for v in short.values() if list(short.values()).count(v) > 1}
     return {a: (a if v in clash else v) for a, v in short.items()}
 

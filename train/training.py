@@ -269,7 +269,7 @@ def check_resumed_evaluations(cfg: TrainConfig) -> None:
     the two kinds would be compared as one."""
     if cfg.resume is None:
         return
-    from schedgym.agents.learned import run_record
+    from schedgym.agents.record import run_record
 
     folder = run_folder_of(cfg.resume)
     record = run_record(folder)
@@ -765,8 +765,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` of ``schedgym train``'s parsed arguments."""
+    from schedgym.agents.spec import split_specs as split_agents
     from schedgym.train.cli_options import env_options, parse_overrides
-    from schedgym.train.compare import split_agents
     from schedgym.train.stats import parse_seeds
 
     env = env_options(args)
@@ -819,12 +819,13 @@ def next_command(cfg: TrainConfig, model_path: Path) -> str:
     import shlex
 
     from schedgym.agents import registry
+    from schedgym.agents.spec import AgentSpec
 
     rivals = [n for n in registry.names_for(cfg.env_id)
               if n != "random" and not registry.is_benchmark(n)]
-    learner = [f"{cfg.algo}:{model_path}"]
+    learner = [str(AgentSpec.learned(cfg.algo, model_path))]
     if cfg.policy == "entity":  # its mode and its draws (docs/learned-vs-classical.md, 7c)
-        learner.append(f"{learner[0]}[deterministic=false]")
+        learner.append(str(AgentSpec.learned(cfg.algo, model_path, deterministic=False)))
     return shlex.join(["schedgym", "compare", cfg.env_id, "--agents",
                        ",".join([*rivals, *learner]), "--seeds", "100-104",
                        *_env_flags(cfg, compare=True)])
