@@ -246,15 +246,15 @@ def validate_experiment(cfg: dict[str, Any], overrides: dict[str, Any],
                         instance_seed: int = 0) -> None:
     """Build the env of every setting (and each agent once) before the first episode, so a
     bad ``--set`` value or sweep value fails at once with the env's one-line message."""
-    from schedgym.train.compare import check_agents, compile_notice, warm_up
+    from schedgym.train import preflight
     from schedgym.train.runner import build_agent, make_env
 
-    check_agents(list(cfg["agents"]))
+    preflight.check_agents(list(cfg["agents"]))
     base = make_env(cfg["env_id"], cfg["scenario"], instance_seed,
                     {**cfg["overrides"], **overrides})
-    with compile_notice():  # kernels compile here, not inside a timed episode
+    with preflight.compile_notice():  # kernels compile here, not inside a timed episode
         for spec in cfg["agents"]:
-            warm_up(base, build_agent(spec, base))
+            preflight.warm_up(base, build_agent(spec, base))
     base.close()
     for st in settings(cfg, overrides):
         make_env(cfg["env_id"], cfg["scenario"], instance_seed, st.overrides).close()

@@ -343,18 +343,17 @@ def _plan(cfg: TrainConfig) -> _Plan:
         if cfg.algo not in allowed:
             raise ValueError(f"algo={cfg.algo!r} is invalid for {cfg.env_id} (action space "
                              f"{probe.action_space}): must be one of {', '.join(allowed)}")
-        from schedgym.train.compare import compile_notice
+        from schedgym.train import preflight
 
-        with compile_notice():  # the env's kernels compile here on first use, said on stderr
+        with preflight.compile_notice():  # the env's kernels compile here on first use
             probe.reset(seed=0)
             probe.step(probe.action_space.sample())
         if cfg.beside:
-            from schedgym.train.compare import check_agent_name
             from schedgym.train.runner import build_agent
             from schedgym.train.tensorboard import make_agent_env
 
             for agent_spec in cfg.beside:
-                check_agent_name(agent_spec)  # "did you mean" for a misspelt name
+                preflight.check_agent_name(agent_spec)  # "did you mean" for a misspelt name
                 own = make_agent_env(cfg.env_id, agent_spec, cfg.scenario,
                                      cfg.training_instances()[0], env_kw)
                 try:

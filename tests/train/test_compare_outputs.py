@@ -350,7 +350,7 @@ class _Terminal(io.StringIO):
 def test_compile_notice_is_said_on_a_terminal_only_when_the_warm_up_is_slow(monkeypatch, capsys):
     import time
 
-    from schedgym.train.compare import compile_notice
+    from schedgym.train.preflight import compile_notice
 
     with compile_notice(after_s=0.05):  # captured stderr (not a terminal): never said
         time.sleep(0.3)
@@ -370,11 +370,11 @@ def test_compile_notice_is_said_on_a_terminal_only_when_the_warm_up_is_slow(monk
 
 def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
     from schedgym.envs.gain_overhead import ENV_ID as GO
-    from schedgym.train import compare
+    from schedgym.train import head_to_head, preflight
 
     played = []
-    monkeypatch.setattr(compare, "warm_up", lambda env, agent: played.append(type(agent)))
-    compare.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
+    monkeypatch.setattr(preflight, "warm_up", lambda env, agent: played.append(type(agent)))
+    head_to_head.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
     assert len(played) == 2
 
 

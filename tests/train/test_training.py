@@ -215,10 +215,10 @@ def test_observation_normalisation_warns(tmp_path):
 
 def test_training_steps_the_env_once_under_the_compile_notice(tmp_path, monkeypatch):
     """Issue 23: the first use compiles for a minute with nothing said; train now steps its env
-    once inside compare's compile_notice (which speaks when that takes long)."""
+    once inside the compile notice (which speaks when that takes long)."""
     import contextlib
 
-    from schedgym.train import compare
+    from schedgym.train import preflight
 
     entered = []
 
@@ -227,6 +227,6 @@ def test_training_steps_the_env_once_under_the_compile_notice(tmp_path, monkeypa
         entered.append(True)
         yield
 
-    monkeypatch.setattr(compare, "compile_notice", notice)
+    monkeypatch.setattr(preflight, "compile_notice", notice)
     _run(tmp_path, GO, "a2c", timesteps=16, eval_freq=0, checkpoint_freq=0)
     assert entered == [True]
