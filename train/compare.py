@@ -55,6 +55,7 @@ from schedgym.train.head_to_head import (
 )
 from schedgym.train.stats import parse_seeds
 from schedgym.train.store import RunStore, run_folder_name
+from schedgym.train.summary import load, report_compare
 from schedgym.train.sweep import finish_message, plan, run_sweep
 from schedgym.train.tasks import tuples
 
@@ -168,8 +169,6 @@ def open_store(args: argparse.Namespace) -> RunStore:
 
 
 def main(args: argparse.Namespace) -> int:
-    from schedgym.train.report import report_compare
-
     t0 = time.perf_counter()
     store = open_store(args)
     run = store.spec
@@ -188,8 +187,6 @@ def main(args: argparse.Namespace) -> int:
 
 def _extras(args: argparse.Namespace, store: RunStore) -> None:
     """``--tensorboard`` and ``--record`` after a complete run."""
-    from schedgym.train.report import load
-
     run = store.spec
     if args.tensorboard is not None:
         results, _ = load(store)

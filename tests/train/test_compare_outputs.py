@@ -8,13 +8,13 @@ import sys
 import numpy as np
 import pytest
 
+from schedgym.agents.spec import is_learned
 from schedgym.train.plots import (
     FrameSampler,
     _stack,
     band,
     best_classical,
     curves_from_npz,
-    is_learned,
     plot_curves,
 )
 from schedgym.train.tensorboard import documented_tags, read_scalars
@@ -166,8 +166,8 @@ def test_fluctuating_speed_oracle_gap_is_oracle_minus_reward(tmp_path):
 
 
 def test_table_fits_the_terminal_and_says_which_way_ratios_run(capsys):
-    from schedgym.train.report import print_table, summarise
     from schedgym.train.runner import EpisodeResult
+    from schedgym.train.summary import print_table, summarise
 
     res = [EpisodeResult(a, s, 3, {"reward": r + s, "avg_reward": (r + s) / 3, "gain": 1.0},
                          np.cumsum([1.0, 1.0, r + s - 2]), 1e-3, 0.1, instance_seed=i)
@@ -225,7 +225,8 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
     world (scenario, overrides, seeds) stays the run's."""
     import json
 
-    from schedgym.train.compare import compare_spec, learned_env_kwargs
+    from schedgym.agents.record import learned_env_kwargs
+    from schedgym.train.head_to_head import compare_spec
     from schedgym.train.sweep import plan
 
     model = tmp_path / "run" / "model.zip"
@@ -301,7 +302,7 @@ def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
     must build the model's env with it (it failed with KeyError 'feedback_count' before)."""
     import json
 
-    from schedgym.train.compare import learned_env_kwargs
+    from schedgym.agents.record import learned_env_kwargs
 
     model = tmp_path / "run" / "model.zip"
     model.parent.mkdir()
@@ -448,8 +449,8 @@ def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
 def test_every_ratio_runs_agent_over_reference_benchmarks_included():
     """Issue 23: ratio_to_ref was agent / reference but hindsight_optimum_ratio optimum / agent
     (DRF 'beat the optimum' at 0.805); the benchmark is the best FIXED allocation in hindsight."""
-    from schedgym.train.report import summarise
     from schedgym.train.runner import EpisodeResult
+    from schedgym.train.summary import summarise
 
     def ep(agent, seed, reward):
         return EpisodeResult(agent, seed, 1, {"reward": reward}, np.array([reward]), 0.0, 0.0)
@@ -470,8 +471,8 @@ def test_every_ratio_runs_agent_over_reference_benchmarks_included():
 
 def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
     """Issue 23: a table piped into a file wrapped its headers mid-word (at 100 columns)."""
-    from schedgym.train.report import print_table, summarise
     from schedgym.train.runner import EpisodeResult
+    from schedgym.train.summary import print_table, summarise
 
     monkeypatch.delenv("COLUMNS", raising=False)
     res = [EpisodeResult(a, s, 3, {"reward": r + s, "avg_reward": (r + s) / 3},
@@ -489,7 +490,7 @@ def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
 
 
 def test_learned_agents_are_labelled_by_run_folder_and_file_in_the_table():
-    from schedgym.train.report import display_names
+    from schedgym.train.summary import display_names
 
     a = "ppo:/home/u/runs/FluctuatingSpeed-v0/ppo_s0/model.zip"
     b = "ppo:/home/u/runs/FluctuatingSpeed-v0/ppo_s1/model.zip[deterministic=false]"

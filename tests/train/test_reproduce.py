@@ -7,14 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from schedgym.train.reproduce import (
-    CONFIG_DIR,
-    find_experiment,
-    load_experiment,
-    metric_value,
-    run_experiment,
-    write_report,
-)
+from schedgym.train.experiment_report import metric_value, run_experiment, write_report
+from schedgym.train.experiments import CONFIG_DIR, find_experiment, load_experiment
 
 
 @pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.yml")), ids=lambda p: p.stem)
