@@ -15,8 +15,9 @@ import schedgym
 from schedgym import agents
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train import hyperparams as hp
+from schedgym.train.model_io import vecnormalize_path
 from schedgym.train.tensorboard import documented_tags, metric_spec, read_scalars
-from schedgym.train.training import train, vecnormalize_path
+from schedgym.train.training import train
 
 from .conftest import small_overrides
 
@@ -214,8 +215,8 @@ def test_observation_normalisation_warns(tmp_path):
 
 
 def test_training_steps_the_env_once_under_the_compile_notice(tmp_path, monkeypatch):
-    """Issue 23: the first use compiles for a minute with nothing said; train now steps its env
-    once inside the compile notice (which speaks when that takes long)."""
+    """The first use compiled for a minute with nothing said; train now steps its env once
+    inside the compile notice (which speaks when that takes long)."""
     import contextlib
 
     from schedgym.train import preflight

@@ -20,16 +20,10 @@ from schedgym.envs.deadline_welfare import ENV_ID as DW
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train.cli import main as cli
 from schedgym.train.instances import InstanceCycler, split_instance_seeds
-from schedgym.train.training import (
-    DEFAULT_EVAL_INSTANCE_SEEDS,
-    TrainConfig,
-    check_resumed_evaluations,
-    claim_run_dir,
-    default_eval_freq,
-    next_command,
-    run_one_seed,
-    train,
-)
+from schedgym.train.run_folder import check_resumed_evaluations, claim_run_dir
+from schedgym.train.train_config import DEFAULT_EVAL_INSTANCE_SEEDS, default_eval_freq
+from schedgym.train.trainer import run_one_seed
+from schedgym.train.training import TrainConfig, next_command, train
 
 from .conftest import small_overrides
 
