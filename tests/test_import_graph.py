@@ -162,3 +162,20 @@ def test_only_the_cli_imports_a_command_module():
     bad = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets & commands
                  if m != "schedgym.train.cli")
     assert not bad, "command modules imported by others than the cli: " + "; ".join(bad)
+
+
+def test_playing_a_classical_agent_imports_neither_train_nor_torch():
+    """The graph above is what the source says; this is what a process loads: building an env
+    and a classical agent by name (the registry, the spec, the model checks all imported)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gymnasium as gym\n"
+            "import schedgym.agents\n"
+            "from schedgym.agents import learned, record, registry, spec\n"
+            "schedgym.agents.make('drf', gym.make('schedgym/GainOverhead-v0'))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('schedgym.train')\n"
+            "             or m.split('.')[0] in ('torch', 'stable_baselines3')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]", out.stdout
