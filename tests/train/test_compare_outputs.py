@@ -135,7 +135,7 @@ def test_best_classical_ignores_clairvoyant_benchmark_agents():
 
 
 def test_fluctuating_speed_oracle_gap_is_oracle_minus_reward(tmp_path):
-    """Issue 13: the gap column is the realised oracle return minus the reward, per episode;
+    """The gap column is the realised oracle return minus the reward, per episode;
     ``oracle_value`` is the oracle's *expected* value (theta^T x*), so their difference with the
     reward differs (the 1,293 vs 1,310 seen) and the legend says so."""
     import json
@@ -247,7 +247,7 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
 
 
 def test_model_trained_in_a_mode_is_played_in_it_next_to_classical(tmp_path):
-    """Issue 10: a learned agent acts in its training mode (read from run.json), classical agents
+    """A learned agent acts in its training mode (read from run.json), classical agents
     in the default mode, on the same seeds."""
     import json
 
@@ -269,7 +269,7 @@ def test_model_trained_in_a_mode_is_played_in_it_next_to_classical(tmp_path):
 
 
 def test_tensorboard_never_deletes_an_existing_event_file(tmp_path):
-    """Issue 13: compare --tensorboard used to delete the event files of the agent's folder
+    """``compare --tensorboard`` used to delete the event files of the agent's folder
     (e.g. written by train --beside); it now writes beside them."""
     env_id = "schedgym/GainOverhead-v0"
     old = tmp_path / "runs" / "GainOverhead-v0" / "drf"
@@ -285,7 +285,7 @@ def test_tensorboard_never_deletes_an_existing_event_file(tmp_path):
 
 
 def test_a_learned_agents_mode_kwargs_merge_with_the_runs_set(tmp_path):
-    """Issue 10 regression: the compare command that `train --set instance_features=true` prints
+    """Regression: the compare command that `train --set instance_features=true` prints
     passes the same key through --set and through the model's run.json; the agent's own value
     wins and nothing is passed twice."""
     from schedgym.train.runner import make_env
@@ -311,7 +311,7 @@ def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
     assert learned_env_kwargs(f"ppo:{model}") == kw
 
 
-# ----------------------------------------------------------- compile out of timing (issue 23)
+# ----------------------------------------------------------- compile out of timing
 class _SlowFirstAgent:
     """Stands for an agent whose first ``predict`` compiles its kernels (0.3 s), later ones
     instant."""
@@ -330,7 +330,7 @@ class _SlowFirstAgent:
 
 
 def test_a_compile_in_the_first_decision_stays_out_of_decision_time():
-    """Issue 23: a first run's ms/decision included the compile (OgaSched 17.3 vs 0.13 warm)."""
+    """A first run's ms/decision included the compile (OgaSched 17.3 vs 0.13 warm)."""
     import gymnasium as gym
 
     from schedgym.envs.gain_overhead import ENV_ID as GO
@@ -380,7 +380,7 @@ def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
 
 
 def test_the_progress_bar_counts_agents_episodes_only(tmp_path, monkeypatch):
-    """Issue 23: compare's bar counted the benchmark tasks as episodes."""
+    """compare's bar counted the benchmark tasks as episodes."""
     from schedgym.envs.gain_overhead import ENV_ID as GO
     from schedgym.train import sweep
 
@@ -421,7 +421,7 @@ if __name__ == "__main__":
 
 
 def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
-    """Issue 23: a Ctrl-C while the plots were written must not end in exit status 0."""
+    """A Ctrl-C while the plots were written must not end in exit status 0."""
     import signal
     import subprocess
     import sys
@@ -447,7 +447,7 @@ def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
 
 
 def test_every_ratio_runs_agent_over_reference_benchmarks_included():
-    """Issue 23: ratio_to_ref was agent / reference but hindsight_optimum_ratio optimum / agent
+    """``ratio_to_ref`` was agent / reference but hindsight_optimum_ratio optimum / agent
     (DRF 'beat the optimum' at 0.805); the benchmark is the best FIXED allocation in hindsight."""
     from schedgym.train.runner import EpisodeResult
     from schedgym.train.summary import summarise
@@ -470,7 +470,7 @@ def test_every_ratio_runs_agent_over_reference_benchmarks_included():
 
 
 def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
-    """Issue 23: a table piped into a file wrapped its headers mid-word (at 100 columns)."""
+    """A table piped into a file wrapped its headers mid-word (at 100 columns)."""
     from schedgym.train.runner import EpisodeResult
     from schedgym.train.summary import print_table, summarise
 

@@ -1,4 +1,4 @@
-"""The typed run description (issue 25): ``meta.json`` files written by the previous, untyped
+"""The typed run description: ``meta.json`` files written by the previous, untyped
 code (``data/meta_*.json``, with the tasks it planned from them in ``data/plan_*.json``) read
 back to a :class:`RunSpec` that writes the same file, plans the same tasks and names the same
 default run folder; a bad field is one line naming the file and the field."""

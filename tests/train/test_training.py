@@ -165,7 +165,7 @@ def test_wall_clock_budget_stops_and_saves(tmp_path):
 
 
 def test_the_final_model_is_evaluated_when_the_wall_clock_stops_training(tmp_path):
-    """Issue 23: with --max-minutes the evaluations stopped at 80k of 106k steps."""
+    """With --max-minutes the evaluations stopped at 80k of 106k steps."""
     res = _run(tmp_path, GO, "a2c", timesteps=10**7, max_minutes=0.05,
                eval_freq=10**6, checkpoint_freq=0)
     with np.load(res.run_dir / "evaluations.npz") as ev:
@@ -197,7 +197,7 @@ def test_beside_puts_classical_agents_on_the_same_board(tmp_path):
     learned = {t for t in read_scalars(res.run_dir) if t.startswith("schedgym/")}
     other = read_scalars(res.run_dir.parent / "random")
     assert set(other) == learned
-    # issue 23: a classical agent is a flat reference line across the learner's whole range,
+    # a classical agent is a flat reference line across the learner's whole range,
     # not a few points at the left edge
     for tag, points in other.items():
         steps = [s for s, _ in points]

@@ -1,5 +1,5 @@
-"""Training work is never lost (issue 13) and train's typed config (issue 9), instance
-distributions (issue 10) and per-seed runs (issue 12)."""
+"""Training work is never lost; train's typed config, instance distributions and per-seed
+runs."""
 
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def test_next_command_is_runnable_and_keeps_the_env_settings(tmp_path):
     cmd = shlex.split(next_command(cfg, tmp_path / "m.zip"))
     assert "<" not in " ".join(cmd)
     assert cmd[:3] == ["schedgym", "compare", GO]
-    # issue 23: raced against every classical agent and the ceiling, not the paper's agent only
+    # raced against every classical agent and the ceiling, not the paper's agent only
     from schedgym.agents import registry
 
     agents = cmd[cmd.index("--agents") + 1].split(",")
