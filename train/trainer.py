@@ -64,7 +64,8 @@ class TrainResult:
 
 
 def train(config: TrainConfig | str, env_id: str | None = None, **kwargs: Any) -> TrainResult:
-    """Train as ``config`` says; see the module docstring for the files written.
+    """Train as ``config`` says; the files written are listed in the ``schedgym train`` help
+    (the docstring of :mod:`schedgym.train.training`).
 
     ``train(TrainConfig(...))``, or the keyword form ``train("ppo", "schedgym/X-v0", seed=1,
     ...)`` with :class:`TrainConfig`'s fields as keyword arguments.
