@@ -1,10 +1,25 @@
 """Classical online agents for the schedgym environments (SB3 ``predict`` protocol).
 
-``agents.make(name, env, **kw)`` builds any of them by name; see :mod:`agents.registry`.
+``agents.make(name, env, **kw)`` builds any of them by name, and loads saved SB3 models
+(``"ppo:path/model.zip"``); see :mod:`schedgym.agents.registry`. An agent spec
+(``name[key=value,...]``) is parsed by :class:`~schedgym.agents.spec.AgentSpec`.
+
+The modules, lowest first (each imports only those above it, ``schedgym.core`` and
+``schedgym.envs``; none imports ``schedgym.train``):
+
+- :mod:`~schedgym.agents.spec`: the agent spec syntax (imports nothing of schedgym);
+- :mod:`~schedgym.agents.base`: the agent protocol and base class of the classical agents;
+- :mod:`~schedgym.agents.record`: a trained model's ``run.json``;
+- :mod:`~schedgym.agents.played`, :mod:`~schedgym.agents.learned`: a saved SB3 model played as
+  an agent, checked against the env;
+- the classical agents (``ogasched``, ``esdp``, ``onsocmax``, ``myopic_*``, ``baselines/``);
+- :mod:`~schedgym.agents.registry`: every agent by name (the classical ones imported lazily);
+  this file registers them.
 """
 
 from schedgym.agents.base import Agent
 from schedgym.agents.registry import is_benchmark, make, names, register
+from schedgym.agents.spec import AgentSpec
 
 _GO = ("schedgym/GainOverhead-v0",)
 register("ogasched", "schedgym.agents.ogasched:OgaSched", _GO)
@@ -31,4 +46,4 @@ register("myopic-welfare", "schedgym.agents.myopic_welfare:MyopicWelfare", _DW)
 register("fixed-price", "schedgym.agents.baselines.fixed_price:FixedPrice", _GO + _DW)
 register("time-of-use", "schedgym.agents.baselines.time_of_use:TimeOfUse", _DW)
 
-__all__ = ["Agent", "is_benchmark", "make", "names", "register"]
+__all__ = ["Agent", "AgentSpec", "is_benchmark", "make", "names", "register"]

@@ -68,6 +68,15 @@ def unwrap_env(env: Any) -> tuple[Any, spaces.Space]:
     return base, space
 
 
+def env_id_of(env: Any) -> str | None:
+    """The registered Gymnasium id of ``env`` (plain, wrapped or vector; from its ``spec``, else
+    its base env's), or None for an env not made by ``gym.make``."""
+    spec = getattr(env, "spec", None)
+    if spec is None:
+        spec = getattr(unwrap_env(env)[0], "spec", None)
+    return getattr(spec, "id", None)
+
+
 def _key_check(key: str, low: np.ndarray, high: np.ndarray
                ) -> tuple[str, tuple[int, ...], Any, Any, bool]:
     """``(key, shape, low - tol, high + tol, infinite bounds?)`` of one Box of the observation;

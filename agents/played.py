@@ -15,9 +15,6 @@ from typing import Any
 
 import numpy as np
 
-#: The options a learned agent spec takes: ``ALGO:path.zip[deterministic=false]``.
-LEARNED_OPTIONS: dict[str, Any] = {"deterministic": True}
-
 
 class StochasticModel:
     """``model`` (a loaded SB3 model) playing sampled actions; otherwise its ``predict``."""
@@ -37,18 +34,3 @@ class StochasticModel:
         spec chose sampled actions."""
         return self.model.predict(observation, state=state, episode_start=episode_start,
                                   deterministic=False)
-
-
-def deterministic_option(spec: str, options: dict[str, Any]) -> bool:
-    """Whether a learned ``spec`` with ``options`` plays its policy's mode (``True``, the
-    default) or its sampled actions (``deterministic=false``); unknown options and values are a
-    ``ValueError`` naming them, before any model is loaded."""
-    unknown = sorted(set(options) - set(LEARNED_OPTIONS))
-    if unknown:
-        raise ValueError(f"learned agent {spec!r} has no option {', '.join(unknown)}: its options "
-                         f"(with defaults) are deterministic=True")
-    det = options.get("deterministic", True)
-    if not isinstance(det, bool):
-        raise ValueError(f"learned agent {spec!r}: deterministic={det!r} is invalid: must be "
-                         "true or false")
-    return det

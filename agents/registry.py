@@ -2,26 +2,31 @@
 
 Classical agents register themselves with :func:`register`; learned agents are loaded from a
 Stable-Baselines3 zip with ``"ALGO:path/to/model.zip"`` (``ppo``, ``a2c``, ``sac``, ``td3``: the
-algorithms ``schedgym train`` trains). ``env`` may be a plain env, a wrapped env or a vector env
-(see :func:`schedgym.agents.base.unwrap_env`).
+algorithms ``schedgym train`` trains; :mod:`schedgym.agents.learned`). ``env`` may be a plain
+env, a wrapped env or a vector env (see :func:`schedgym.agents.base.unwrap_env`). An agent is
+named by a spec (:class:`~schedgym.agents.spec.AgentSpec`); the functions here take one or its
+text.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from pathlib import Path
 from typing import Any
+
+from schedgym.agents.base import env_id_of
+from schedgym.agents.learned import load_learned, make_learned
+from schedgym.agents.record import learned_env_kwargs
+from schedgym.agents.spec import SB3_ALGOS, AgentSpec
+
+__all__ = ["SB3_ALGOS", "agent_options", "is_benchmark", "load_learned", "make",
+           "mode_kwargs", "names", "names_for", "play_kwargs", "register", "supported_envs"]
 
 _REGISTRY: dict[str, str] = {}
 #: Which env ids each agent supports (None = every env).
 _SUPPORTS: dict[str, tuple[str, ...] | None] = {}
 #: Agents that see hidden information (e.g. true means): references for regret, not competitors.
 _BENCHMARKS: set[str] = set()
-
-#: Learned-agent prefixes: exactly the algorithms ``schedgym train`` accepts.
-SB3_ALGOS = ("ppo", "a2c", "sac", "td3")
-
 
 def register(name: str, entry_point: str, envs: tuple[str, ...] | None = None,
              benchmark: bool = False) -> None:
@@ -34,10 +39,10 @@ def register(name: str, entry_point: str, envs: tuple[str, ...] | None = None,
         _BENCHMARKS.add(name)
 
 
-def is_benchmark(spec: str) -> bool:
+def is_benchmark(spec: str | AgentSpec) -> bool:
     """True for a clairvoyant reference agent (e.g. FluctuatingSpeed's ``oracle``), with or
     without ``[options]``."""
-    return spec.split("[", 1)[0].strip().lower() in _BENCHMARKS
+    return AgentSpec.parse(spec).key in _BENCHMARKS
 
 
 def names() -> list[str]:
@@ -79,56 +84,22 @@ def agent_options(name: str) -> dict[str, Any]:
     return out
 
 
-def play_kwargs(spec: str, env_id: str) -> dict[str, Any]:
+def play_kwargs(spec: str | AgentSpec, env_id: str) -> dict[str, Any]:
     """The env kwargs the classical agent ``spec`` (``name`` or ``name[options]``) plays in on
     ``env_id``: ``{"action_mode": mode}`` for an agent whose class names its mode there
     (``play_modes``, e.g. ``fixed-price``), else ``{}`` (the default mode)."""
-    name = spec.split("[", 1)[0].strip().lower()
+    name = AgentSpec.parse(spec).key
     if name not in _REGISTRY:
         return {}
     mode = getattr(_load(_REGISTRY[name]), "play_modes", {}).get(env_id)
     return {} if mode is None else {"action_mode": mode}
 
 
-def load_learned(spec: str, env: Any = None) -> Any:
-    """Load an SB3 model from ``"ALGO:path.zip"`` for ``env``; returns the model (it has
-    ``predict``).
-
-    With ``env`` given, the model is checked against it before anything is played (one-line
-    ``ValueError``): the env id of the ``run.json`` beside the model, when there is one, must be
-    the env's; a model whose policy is :class:`~schedgym.train.policies.EntityPolicy` (shared
-    weights, issue 24) is rebuilt with the env's own spaces, so it plays every instance size,
-    provided the env is in ``obs_mode="entities"`` with the same entity/context features and an
-    action of the same layout; any other model needs exactly the observation and action spaces
-    it was trained on.
-
-    SB3 zips hold pickled Python objects, which run code when loaded: load only model files
-    from a trusted source.
-    """
-    algo, _, path = spec.partition(":")
-    algo = algo.lower()
-    if algo not in SB3_ALGOS:
-        raise ValueError(f"agent={spec!r} is invalid: learned agents are ALGO:path.zip with ALGO "
-                         f"one of {', '.join(SB3_ALGOS)}")
-    if not path or not Path(path).is_file():
-        raise ValueError(f"agent={spec!r} is invalid: model file {path!r} does not exist")
-    import stable_baselines3 as sb3
-
-    cls = getattr(sb3, algo.upper())
-    if env is None:
-        return cls.load(path, device="cpu")
-    from schedgym.agents.learned import fit_spaces
-
-    return cls.load(path, device="cpu", custom_objects=fit_spaces(spec, path, env))
-
-
-def _env_id(env: Any) -> str | None:
-    from schedgym.agents.base import unwrap_env
-
-    spec = getattr(env, "spec", None)
-    if spec is None:
-        spec = getattr(unwrap_env(env)[0], "spec", None)
-    return getattr(spec, "id", None)
+def mode_kwargs(spec: str | AgentSpec, env_id: str) -> dict[str, Any]:
+    """The ``gym.make`` kwargs of the mode ``spec`` plays in on ``env_id``: a learned agent's
+    own, from its run record (:func:`~schedgym.agents.record.learned_env_kwargs`), else a
+    classical agent's (:func:`play_kwargs`; ``{}`` for the default mode)."""
+    return learned_env_kwargs(spec) or play_kwargs(spec, env_id)
 
 
 def _check_options(key: str, kwargs: dict[str, Any]) -> None:
@@ -141,28 +112,29 @@ def _check_options(key: str, kwargs: dict[str, Any]) -> None:
                          f"(with defaults) are {listed}")
 
 
-def make(name: str, env: Any, **kwargs: Any) -> Any:
-    """Build the agent ``name`` for ``env`` (classical) or load ``"ALGO:path.zip"`` (learned).
+def make(name: str | AgentSpec, env: Any, **kwargs: Any) -> Any:
+    """Build the agent ``name`` for ``env`` (classical) or load ``"ALGO:path.zip"`` (learned),
+    with the options ``kwargs``. ``name`` is a registered name or ``ALGO:path.zip`` (no
+    ``[...]``: pass options as keyword arguments), or an
+    :class:`~schedgym.agents.spec.AgentSpec` (its options and ``kwargs`` both apply).
 
     Unknown names, unknown options and envs the agent does not support raise ``ValueError``
     saying what is allowed.
     """
-    if ":" in name and name.split(":", 1)[0].lower() in SB3_ALGOS:
-        from schedgym.agents.played import StochasticModel, deterministic_option
-
-        deterministic = deterministic_option(name, kwargs)  # checked before loading
-        model = load_learned(name, env)
-        return model if deterministic else StochasticModel(model)
-    key = name.lower()
+    spec = AgentSpec.of(name, kwargs)
+    if spec.is_learned:
+        return make_learned(spec, env)
+    key = spec.key
     if key not in _REGISTRY:
         raise ValueError(
-            f"agent={name!r} is invalid: must be one of {', '.join(names())}, or ALGO:path.zip "
-            f"with ALGO in {', '.join(SB3_ALGOS)}"
+            f"agent={spec.name!r} is invalid: must be one of {', '.join(names())}, or "
+            f"ALGO:path.zip with ALGO in {', '.join(SB3_ALGOS)}"
         )
-    env_id = _env_id(env)
+    env_id = env_id_of(env)
     sup = _SUPPORTS[key]
     if sup is not None and env_id is not None and env_id not in sup:
-        raise ValueError(f"agent={name!r} does not support env {env_id!r}: it supports "
+        raise ValueError(f"agent={spec.name!r} does not support env {env_id!r}: it supports "
                          f"{', '.join(sup)}")
-    _check_options(key, kwargs)
-    return _load(_REGISTRY[key])(env, **kwargs)
+    options = spec.kwargs
+    _check_options(key, options)
+    return _load(_REGISTRY[key])(env, **options)

@@ -7,24 +7,31 @@ callee's machine code after an edit, a branch switch or an upgrade that changed 
 callee's file.
 
 :func:`install` closes that hole with what numba documents: cache files are ``.nbi`` (index)
-and ``.nbc`` (code) files named after the source module, kept in ``__pycache__`` beside the
-source or under ``NUMBA_CACHE_DIR``, and numba tolerates missing cache files. It keeps the
-SHA-256 of every package source that mentions numba in ``__pycache__/numba-sources.sha256``;
-when the sources no longer match it, the cache files of those modules are deleted, so each
-kernel recompiles once. Under ``NUMBA_CACHE_DIR`` files are matched by module name only, so a
-same-named module of another package may lose its cache too (a recompile, never a wrong
-result). A tree whose ``__pycache__`` cannot be written is left alone: it changes only through
-a reinstall. Called by ``schedgym/__init__.py`` before any kernel module is imported.
+and ``.nbc`` (code) files named after the source module,
+``<module>.<function>-<line>.py<version>.nbi`` and ``...<n>.nbc``, and numba tolerates
+missing cache files. It keeps the SHA-256 of every package source that mentions numba in
+``__pycache__/numba-sources.sha256``; when the sources no longer match it, the cache files of
+those modules are deleted, so each kernel recompiles once. A tree whose ``__pycache__`` cannot
+be written is left alone: it changes only through a reinstall. Called by
+``schedgym/__init__.py`` before any kernel module is imported.
+
+Only schedgym's own cache files are touched. numba keeps them in ``__pycache__`` beside the
+source, or, with ``NUMBA_CACHE_DIR`` set, in a folder of it named after the source's folder:
+``<folder name>_<SHA-1 of the folder's absolute path>`` (numba's
+``_CacheLocator.get_suitable_cache_subpath``), so another project's module of the same name,
+cached under the same ``NUMBA_CACHE_DIR``, lives in another folder and keeps its cache
+(:func:`user_cache_dirs`).
 """
 
 from __future__ import annotations
 
 import os
-from hashlib import sha256
+from hashlib import sha1, sha256
 from pathlib import Path
 
-#: The package folder (its symlinked ``agents``/``train`` folders are followed).
-_ROOT = Path(__file__).resolve().parent
+#: The package folder, as it is imported (its symlinked ``agents``/``train`` folders are
+#: followed): numba names a cache folder after the path a module is imported from.
+_ROOT = Path(os.path.abspath(__file__)).parent
 
 #: Where the digest of the kernel sources is kept, relative to the package folder.
 STAMP = Path("__pycache__", "numba-sources.sha256")
@@ -51,13 +58,26 @@ def source_hash(root: Path, sources: list[Path] | None = None) -> str:
     return h.hexdigest()
 
 
+def user_cache_dirs(source_dir: Path, cache_dir: str | Path) -> list[Path]:
+    """The folders under ``cache_dir`` (``NUMBA_CACHE_DIR``) where numba keeps the cache of the
+    modules of ``source_dir``: ``<folder name>_<SHA-1 of its absolute path>``, for the path as
+    given (a module is cached under the path it is imported from) and, where a link leads
+    elsewhere, for its resolved path too."""
+    found = []
+    for folder in dict.fromkeys((os.path.abspath(source_dir), os.path.realpath(source_dir))):
+        name = f"{os.path.basename(folder)}_{sha1(folder.encode()).hexdigest()}"
+        found.append(Path(cache_dir, name))
+    return found
+
+
 def _cache_files(sources: list[Path]) -> list[Path]:
-    """numba's cache files of the modules ``sources``: beside them and under NUMBA_CACHE_DIR."""
-    stems = {p.stem for p in sources}
+    """numba's cache files of the modules ``sources``: beside them and, with
+    ``NUMBA_CACHE_DIR``, in their own folders of it (:func:`user_cache_dirs`)."""
     files = [f for p in sources for f in (p.parent / "__pycache__").glob(f"{p.stem}.*.nb[ic]")]
     user_dir = os.environ.get("NUMBA_CACHE_DIR")
-    if user_dir and os.path.isdir(user_dir):
-        files += [f for f in Path(user_dir).rglob("*.nb[ic]") if f.name.split(".")[0] in stems]
+    if user_dir:
+        files += [f for p in sources for d in user_cache_dirs(p.parent, user_dir)
+                  for f in d.glob(f"{p.stem}.*.nb[ic]")]
     return files
 
 

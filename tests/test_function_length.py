@@ -1,4 +1,4 @@
-"""Issue 25's floor "no function over 80 lines", held by a test so that it stays true: every
+"""The floor "no function over 80 lines", held by a test so that it stays true: every
 function and method of the shipped code (``schedgym/``, ``agents/``, ``train/``, ``configs/``)
 and of the benchmark scripts, docstring included."""
 

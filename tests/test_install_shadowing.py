@@ -1,5 +1,5 @@
 """A folder named ``schedgym`` in the working directory (the checkout itself, seen from the folder
-``git clone`` ran in) must not shadow the installed package (issue 23: ``compare --ray`` and any
+``git clone`` ran in) must not shadow the installed package (``compare --ray`` and any
 script started beside the checkout got a namespace package with no envs).
 
 Python imports a *regular* package (one with ``__init__.py``) found anywhere on ``sys.path`` before

@@ -1,4 +1,4 @@
-"""The built wheel works installed, not only from the checkout (issue 13).
+"""The built wheel works installed, not only from the checkout.
 
 The wheel is built from a copy of the working tree, installed with ``pip install --no-deps
 --target`` into a fresh folder (dependencies come from the test environment), and the

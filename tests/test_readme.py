@@ -39,6 +39,6 @@ def test_the_ten_line_example_runs():
     ns: dict = {}
     exec(compile(src, "README.md", "exec"), ns)
     assert ns["done"] and ns["total"] != 0.0
-    # issue 23: the example printed the last slot's gain/penalty beside the episode total
+    # the example printed the last slot's gain/penalty beside the episode total
     assert ns["gain"] - ns["penalty"] == pytest.approx(ns["total"], rel=1e-9)
     assert ns["gain"] > ns["info"]["gain"]

@@ -1,9 +1,10 @@
 """Where the tasks of a sweep run: in this process, a local process pool, or Ray.
 
 One *task* is one episode of one agent (or the offline benchmark of one episode) on one
-``(instance_seed, seed)``: :class:`EpisodeTask`. :func:`execute` plays it and returns an
-*outcome* (a record for the :mod:`~schedgym.train.store`, plus the episode's curve); it never
-raises, so a failing episode is a record with ``status="error"`` and the sweep goes on.
+``(instance_seed, seed)``: :class:`~schedgym.train.tasks.EpisodeTask`. :func:`execute` plays
+it and returns an *outcome* (a record for the :mod:`~schedgym.train.store`, plus the episode's
+curve); it never raises, so a failing episode is a record with ``status="error"`` and the sweep
+goes on.
 
 :func:`run_calls` maps any picklable function over a list of jobs with one of three backends:
 
@@ -29,48 +30,18 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from schedgym.train.store import BENCHMARK
+from schedgym.agents.record import PLAY_KEYS
+from schedgym.agents.spec import is_learned
+from schedgym.train.tasks import BENCHMARK, EpisodeTask, task_config
 
-#: env kwargs of a learned agent's ``run.json`` that ``compare`` applies when playing it: how
-#: the agent sees and acts on the env (mode), not which world it faces (scenario, overrides,
-#: seeds stay the run's, so common random numbers are kept).
-PLAY_KEYS = ("action_mode", "obs_mode", "instance_features", "arrivals", "feedback_stats")
+__all__ = ["PLAY_KEYS", "EpisodeTask", "WorkerDiedError", "error_outcome", "execute",
+           "import_ray", "run_calls", "task_config"]
 
 OnDone = Callable[[Any, Any, BaseException | None], None]
-
-
-@dataclass(frozen=True)
-class EpisodeTask:
-    """One episode (``agent`` a spec) or one offline benchmark (``agent == "@benchmark"``).
-
-    ``env_kwargs``: extra ``gym.make`` kwargs for this agent only (a learned agent's mode);
-    ``record_steps``: also return every step's reward and scalar info (``--tensorboard``)."""
-
-    setting: str
-    agent: str
-    instance_seed: int
-    seed: int
-    env_id: str
-    scenario: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    record_steps: bool = False
-
-    @property
-    def key(self) -> tuple[str, str, int, int]:
-        return self.setting, self.agent, self.instance_seed, self.seed
-
-
-def task_config(task: EpisodeTask) -> dict[str, Any]:
-    """The env configuration a task's record carries (``env_id``, ``scenario``,
-    ``overrides``, ``env_kwargs``): the store checks every record read against it."""
-    return {"env_id": task.env_id, "scenario": task.scenario, "overrides": task.overrides,
-            "env_kwargs": task.env_kwargs}
 
 
 def error_outcome(task: EpisodeTask, exc: BaseException) -> dict[str, Any]:
@@ -108,7 +79,6 @@ def _benchmark(task: EpisodeTask) -> dict[str, Any]:
 
 
 def _episode(task: EpisodeTask) -> dict[str, Any]:
-    from schedgym.train.plots import is_learned
     from schedgym.train.runner import build_agent, make_env, run_episode
 
     if is_learned(task.agent):
@@ -387,8 +357,3 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
             ray.shutdown()
         if watchdog is not None:
             watchdog.stop()
-
-
-def task_dict(task: EpisodeTask) -> dict[str, Any]:
-    """JSON-able form of a task (for ``meta.json``)."""
-    return asdict(task)

@@ -1,10 +1,16 @@
-"""SB3 callback writing schedgym's per-step metrics to TensorBoard during training.
+"""What runs inside ``model.learn``: SB3 callbacks that report, limit and evaluate training.
 
-The tags are those of :mod:`schedgym.train.tensorboard` (``schedgym/step/*``,
-``schedgym/episode/*``),
-identical to what the classical-agent runner writes, so ``tensorboard --logdir runs/`` shows a
-learner beside OgaSched/ESDP/OnSocMax. Rewards are logged in the env's own units: under
-``VecNormalize`` the callback reads ``get_original_reward()``, never the scaled reward.
+- :class:`SchedgymMetricsCallback` writes schedgym's per-step metrics to TensorBoard. The tags
+  are those of :mod:`schedgym.train.tensorboard` (``schedgym/step/*``, ``schedgym/episode/*``),
+  identical to what the classical-agent runner writes, so ``tensorboard --logdir runs/`` shows a
+  learner beside OgaSched/ESDP/OnSocMax. Rewards are logged in the env's own units: under
+  ``VecNormalize`` the callback reads ``get_original_reward()``, never the scaled reward.
+- :class:`BudgetProgressBar`: the progress bar, over the steps the binding budget reaches.
+- :class:`WallClockLimit`: stop after a wall-clock budget (the model is saved as usual).
+- :class:`ResumableEvalCallback`: SB3's evaluation, continuing a resumed run's history.
+
+Which of them a run uses, and how often it evaluates, is the training loop's choice
+(:mod:`schedgym.train.trainer`).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 
+from schedgym.train.run_folder import read_evaluations
 from schedgym.train.tensorboard import MetricTracker, write_scalars
 
 
@@ -170,12 +177,12 @@ class ResumableEvalCallback(EvalCallback):
 
     def _init_callback(self) -> None:
         super()._init_callback()
-        if self.history is None or not (self.history / "evaluations.npz").is_file():
+        old = None if self.history is None else read_evaluations(self.history)
+        if self.history is None or old is None:
             return
-        with np.load(self.history / "evaluations.npz") as old:
-            self.evaluations_timesteps = [int(t) for t in old["timesteps"]]
-            self.evaluations_results = [list(map(float, r)) for r in old["results"]]
-            self.evaluations_length = [list(map(int, n)) for n in old["ep_lengths"]]
+        self.evaluations_timesteps = old.timesteps
+        self.evaluations_results = old.results
+        self.evaluations_length = old.lengths
         best = self.history / "best_model.zip"
         if self.evaluations_results and best.is_file():
             self.best_mean_reward = float(max(np.mean(r) for r in self.evaluations_results))

@@ -46,10 +46,11 @@ def positive_int(text: str) -> int:
 def parse_overrides(items: list[str] | None, flag: str = "--set") -> dict[str, Any]:
     """``["horizon=500", "beta_range=0.4:0.6"]`` -> ``{"horizon": 500, "beta_range": (0.4, 0.6)}``.
 
-    Values are parsed by :func:`schedgym.train.runner.parse_value` (int, float, bool, None,
-    tuples ``a:b``/``(a, b)``, else str). ``flag`` names the option in the error message.
+    Values are parsed as agent options are (:func:`schedgym.agents.spec.parse_value`: int,
+    float, bool, None, tuples ``a:b``/``(a, b)``, else str). ``flag`` names the option in the
+    error message.
     """
-    from schedgym.train.runner import parse_value
+    from schedgym.agents.spec import parse_value
 
     out: dict[str, Any] = {}
     for item in items or []:

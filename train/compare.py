@@ -33,19 +33,11 @@ episode (``render_mode="rgb_array"``) into ``<out>/record/``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from schedgym.agents.registry import play_kwargs
-from schedgym.train.backend import PLAY_KEYS, EpisodeTask, execute, run_calls
+from schedgym.agents.record import learned_env_kwargs
+from schedgym.agents.spec import split_specs as split_agents
 from schedgym.train.cli_options import (
     add_env_options,
     add_parallel_options,
@@ -53,203 +45,23 @@ from schedgym.train.cli_options import (
     check_out_folder,
     parse_overrides,
 )
-from schedgym.train.runner import EpisodeResult, build_agent, make_env, run_episode
-from schedgym.train.runspec import RunSpec, Setting
+from schedgym.train.head_to_head import (
+    compare_spec,
+    record_episode,
+    run_compare,
+    step_records,
+    validate,
+    write_tensorboard,
+)
 from schedgym.train.stats import parse_seeds
-from schedgym.train.store import BENCHMARK, RunStore, run_folder_name
+from schedgym.train.store import RunStore, run_folder_name
+from schedgym.train.summary import load, report_compare
+from schedgym.train.sweep import finish_message, plan, run_sweep
+from schedgym.train.tasks import tuples
 
-
-def learned_env_kwargs(spec: str) -> dict[str, Any]:
-    """The mode kwargs a learned agent ``ALGO:path/model.zip`` was trained with: the
-    :data:`~schedgym.train.backend.PLAY_KEYS` of the ``env_kwargs`` in the ``run.json`` beside
-    the model ({} for a classical agent or a model without ``run.json``)."""
-    from schedgym.train.plots import is_learned
-
-    if not is_learned(spec):
-        return {}
-    from schedgym.train.runner import parse_agent_spec
-
-    path = Path(parse_agent_spec(spec)[0].split(":", 1)[1])
-    meta_path = path.parent / "run.json"
-    if not meta_path.is_file():
-        return {}
-    try:
-        env_kw = json.loads(meta_path.read_text()).get("env_kwargs") or {}
-    except (json.JSONDecodeError, AttributeError) as exc:
-        raise ValueError(f"agent={spec!r} is invalid: {meta_path} is not a run.json ({exc})"
-                         ) from None
-    return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
-
-
-def agent_mode(spec: str, env_id: str) -> dict[str, Any]:
-    """The ``gym.make`` kwargs of the mode ``spec`` plays in on ``env_id``: a learned agent's
-    own (:func:`learned_env_kwargs`), else a classical agent's
-    (:func:`~schedgym.agents.registry.play_kwargs`; ``{}`` for the default mode)."""
-    return learned_env_kwargs(spec) or play_kwargs(spec, env_id)
-
-
-def check_agent_name(spec: str) -> None:
-    """An agent spec whose name is no registered agent (nor ``ALGO:path.zip``) is a
-    ``ValueError`` suggesting the closest name (``ogashed`` -> did you mean 'ogasched'?)."""
-    import difflib
-
-    from schedgym.agents import registry
-    from schedgym.train.plots import is_learned
-    from schedgym.train.runner import parse_agent_spec
-
-    if is_learned(spec):
-        return
-    name = parse_agent_spec(spec)[0]
-    known = registry.names()
-    if name in known:
-        return
-    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise ValueError(f"agent={name!r} is invalid: {hint}must be one of {', '.join(known)}, or "
-                     "ALGO:path.zip for a trained model (schedgym list shows each env's agents)")
-
-
-def check_agents(specs: list[str]) -> None:
-    """Unknown agent names (with a "did you mean") and duplicate agent specs (they would be
-    pooled into one row) are errors."""
-    for spec in specs:
-        check_agent_name(spec)
-    seen: set[str] = set()
-    for spec in specs:
-        if spec in seen:
-            raise ValueError(f"agents={','.join(specs)!r} is invalid: {spec!r} is given twice; "
-                             "give each agent once (options make distinct agents, e.g. "
-                             "ogasched,ogasched[timing=lookahead])")
-        seen.add(spec)
-
-
-def validate(env_id: str, scenario: str | None, instance_seed: int, overrides: dict[str, Any],
-             specs: list[str], play: dict[str, dict[str, Any]]) -> None:
-    """Fail fast, in this process, on a bad env id, scenario, override or agent (each agent
-    built once, in its own mode, on the first instance)."""
-    check_agents(specs)
-    env = make_env(env_id, scenario, instance_seed, overrides)
-    env.close()
-    with compile_notice():
-        for spec in specs:
-            env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
-            warm_up(env, build_agent(spec, env))
-            env.close()
-
-
-#: Seconds the warm-up may take before the command says it is compiling.
-NOTICE_AFTER_S = 3.0
-
-
-@contextlib.contextmanager
-def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
-    """Say on stderr that the kernels are compiling when the enclosed warm-up takes over
-    ``after_s`` seconds (first use after an install or a kernel change), and how long it took.
-
-    On an interactive terminal only, like the package's own first-compile notice
-    (:mod:`schedgym._compile_notice`, which this one stands in for here): piped and captured
-    stderr carries only what the command reports, whether the kernel cache is cold or warm."""
-    if not (sys.stderr is not None and sys.stderr.isatty()):
-        yield
-        return
-    from schedgym._compile_notice import LISTENER
-
-    LISTENER.said = True  # one notice, this one
-    shown = threading.Event()
-
-    def notice() -> None:
-        shown.set()
-        print("preparing the agents: the first use compiles the kernels (once per install or "
-              "kernel change; later runs load them from the cache)...", file=sys.stderr,
-              flush=True)
-
-    timer = threading.Timer(after_s, notice)
-    timer.daemon = True
-    t0 = time.perf_counter()
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-    if shown.is_set():
-        print(f"ready after {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-
-
-def warm_up(env: Any, agent: Any, steps: int = 2) -> None:
-    """Play the first ``steps`` decisions of ``agent`` in this process, before any timed episode:
-    the env's and the agent's kernels compile here (then the on-disk kernel cache serves every
-    worker), so the ``ms/decision`` column never includes a compile."""
-    obs, _ = env.reset(seed=0)
-    for k in range(steps):
-        action, _ = agent.predict(obs, episode_start=np.array([k == 0]), deterministic=True)
-        obs, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            break
-
-
-def compare_spec(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,
-                 instance_seeds: list[int] | None = None,
-                 overrides: dict[str, Any] | None = None, benchmarks: bool = True,
-                 reference: str | None = None, record_steps: bool = False) -> RunSpec:
-    """The run description of a compare (``meta.json``; see :mod:`schedgym.train.sweep`):
-    one setting, named ``""``, with the run's ``overrides``; every agent in its own mode."""
-    return RunSpec(
-        command="compare", env_id=env_id, scenario=scenario, overrides=dict(overrides or {}),
-        agents=tuple(specs),
-        agent_env_kwargs={s: kw for s in specs if (kw := agent_mode(s, env_id))},
-        seeds=tuple(seeds), instance_seeds=tuple(instance_seeds or [0]),
-        benchmarks=benchmarks, reference=reference, record_steps=record_steps,
-        settings=(Setting("", dict(overrides or {})),))
-
-
-def run_compare(
-    env_id: str,
-    agent_specs: list[str],
-    seeds: list[int],
-    scenario: str | None = None,
-    instance_seed: int | list[int] = 0,
-    overrides: dict[str, Any] | None = None,
-    workers: int | None = None,
-    benchmarks: bool = True,
-    show_progress: bool = True,
-    record_steps: bool = False,
-    ray: str | None = None,
-) -> tuple[list[EpisodeResult], dict[tuple[int, int], dict[str, float]]]:
-    """Run every (agent, instance seed, seed) episode in memory (no run folder; the command
-    line uses a store instead). Returns the results and the offline benchmark values keyed by
-    ``(instance_seed, seed)``. A failing episode raises ``RuntimeError`` naming it."""
-    from schedgym.train.sweep import plan
-
-    inst = [instance_seed] if isinstance(instance_seed, int) else list(instance_seed)
-    run = compare_spec(env_id, agent_specs, seeds, scenario, inst, overrides, benchmarks,
-                       record_steps=record_steps)
-    validate(env_id, scenario, inst[0], dict(overrides or {}), agent_specs,
-             run.agent_env_kwargs)
-    results: list[EpisodeResult] = []
-    bench: dict[tuple[int, int], dict[str, float]] = {}
-
-    def on_done(task: EpisodeTask, res: Any, exc: BaseException | None) -> None:
-        rec: dict[str, Any] = (res["record"] if exc is None
-                               else {"status": "error", "error": str(exc)})
-        if rec["status"] != "ok":
-            raise RuntimeError(f"{task.agent} instance_seed={task.instance_seed} "
-                               f"seed={task.seed}: {rec['error']}")
-        if task.agent == BENCHMARK:
-            bench[(task.instance_seed, task.seed)] = rec["metrics"]
-            return
-        r = EpisodeResult(task.agent, task.seed, rec["steps"], rec["metrics"], res["curve"],
-                          rec["decision_ms"] / 1e3, rec["wall_s"],
-                          instance_seed=task.instance_seed)
-        if res.get("steps") is not None:
-            cols = res["steps"]
-            n = len(next(iter(cols.values()))) if cols else 0
-            r.extra["steps"] = [{k: float(v[i]) for k, v in cols.items()} for i in range(n)]
-        results.append(r)
-
-    run_calls(execute, plan(run), on_done, workers, ray)
-    order = {spec: i for i, spec in enumerate(agent_specs)}
-    results.sort(key=lambda r: (order[r.agent], r.instance_seed, r.seed))
-    return results, bench
+#: Names of the compare library kept importable from here (the command's own module).
+__all__ = ["add_parser", "compare_spec", "learned_env_kwargs", "main", "open_store",
+           "run_compare", "split_agents"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -294,24 +106,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--record-frames", type=int, default=8,
                    help="frames in the --record strip (default 8)")
     p.set_defaults(func=main)
-
-
-def split_agents(text: str) -> list[str]:
-    """Split ``a,b[x=1,y=2],c`` at top-level commas only."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += ch == "["
-        depth -= ch == "]"
-        cur += ch
-    out.append(cur)
-    specs = [s.strip() for s in out if s.strip()]
-    if not specs:
-        raise ValueError(f"agents={text!r} is invalid: give at least one agent name")
-    return specs
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
@@ -375,9 +169,6 @@ def open_store(args: argparse.Namespace) -> RunStore:
 
 
 def main(args: argparse.Namespace) -> int:
-    from schedgym.train.report import report_compare
-    from schedgym.train.sweep import finish_message, plan, run_sweep
-
     t0 = time.perf_counter()
     store = open_store(args)
     run = store.spec
@@ -396,13 +187,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _extras(args: argparse.Namespace, store: RunStore) -> None:
     """``--tensorboard`` and ``--record`` after a complete run."""
-    from schedgym.train.report import load
-    from schedgym.train.sweep import tuples
-
     run = store.spec
     if args.tensorboard is not None:
         results, _ = load(store)
-        for r, rec in zip(results, _step_records(store), strict=True):
+        for r, rec in zip(results, step_records(store), strict=True):
             r.extra["steps"] = store.steps(rec)
         for d in write_tensorboard(args.tensorboard, run.env_id, results, run.scenario,
                                    run.instance_seeds[0], tuples(run.overrides),
@@ -414,63 +202,3 @@ def _extras(args: argparse.Namespace, store: RunStore) -> None:
                                    run.scenario, run.instance_seeds[0], tuples(run.overrides),
                                    args.record_frames, run.agent_env_kwargs.get(spec))
             print("wrote " + ", ".join(str(p) for p in paths))
-
-
-def _step_records(store: RunStore) -> list[dict[str, Any]]:
-    order = {a: i for i, a in enumerate(store.spec.agents)}
-    recs = [r for r in store.records() if r.get("status") == "ok" and r["key"][1] != BENCHMARK]
-    return sorted(recs, key=lambda r: (order.get(r["key"][1], len(order)), r["key"][2],
-                                       r["key"][3]))
-
-
-def write_tensorboard(logdir: str | Path, env_id: str, results: list[EpisodeResult],
-                      scenario: str | None, instance_seed: int, overrides: dict[str, Any],
-                      log_every: int = 1000) -> list[Path]:
-    """One TensorBoard run per agent, ``logdir/<Env-vN>/<agent>``, episodes in (instance seed,
-    seed) order. A folder that already holds event files (an earlier compare, or ``train
-    --beside``) is never touched: the run goes to ``<agent>-2``, ``<agent>-3``, ... instead."""
-    from schedgym.train.tensorboard import env_folder, log_classical, metric_spec, run_name
-
-    env = make_env(env_id, scenario, instance_seed, overrides)
-    spec = metric_spec(env)
-    env.close()
-    dirs = []
-    for agent in dict.fromkeys(r.agent for r in results):
-        eps = [r.extra["steps"] for r in sorted(results, key=lambda r: (r.instance_seed, r.seed))
-               if r.agent == agent]
-        base = Path(logdir) / env_folder(env_id) / run_name(agent)
-        d, n = base, 1
-        while d.exists() and any(d.glob("events.out.tfevents.*")):
-            n += 1
-            d = base.with_name(f"{base.name}-{n}")
-        dirs.append(log_classical(d, spec, eps, log_every))
-    return dirs
-
-
-def record_episode(env_id: str, spec: str, seed: int, folder: str | Path,
-                   scenario: str | None = None, instance_seed: int = 0,
-                   overrides: dict[str, Any] | None = None, n_frames: int = 8,
-                   env_kwargs: dict[str, Any] | None = None) -> list[Path]:
-    """Play one episode with ``render_mode="rgb_array"`` (in the agent's mode ``env_kwargs``)
-    and save about ``n_frames`` evenly spaced frames as ``<folder>/<agent>-seed<seed>.png``
-    (strip) and ``.gif``."""
-    from schedgym.train.plots import FrameSampler, save_strip
-    from schedgym.train.tensorboard import run_name
-
-    env = make_env(env_id, scenario, instance_seed, overrides, render_mode="rgb_array",
-                   **(env_kwargs or {}))
-    agent = build_agent(spec, env)
-    sampler = FrameSampler(n_frames)
-
-    def frame() -> np.ndarray:
-        return np.asarray(env.render())
-
-    def grab(step: int, reward: float, info: dict) -> None:
-        if sampler.wants(step):
-            sampler.add(step, frame())
-
-    res = run_episode(env, agent, seed, label=spec, step_callback=grab)
-    frames = sampler.result(last=(res.steps, frame()))
-    env.close()
-    return save_strip(frames, Path(folder) / f"{run_name(spec)}-seed{seed}.png",
-                      f"{env_id} {spec} seed {seed}")

@@ -1,5 +1,6 @@
 """``schedgym train ALGO ENV --policy entity``: train the shared-weights
-:class:`~schedgym.train.policies.EntityPolicy` (issue 24's entity contract).
+:class:`~schedgym.train.policies.EntityPolicy` on the entity observations
+(:mod:`schedgym.core.entities`).
 
 ``--policy entity`` means, for the env it is given:
 
@@ -52,7 +53,7 @@ def entity_env_kwargs(algo: str, env_id: str, action_mode: Any = None) -> dict[s
     meta = _env_metadata(env_id)
     if "entities" not in tuple(meta.get("obs_modes", ())):
         raise ValueError(f"--policy entity is invalid for {env_id}: the env has no "
-                         "obs_mode='entities' (issue 24's entity observations)")
+                         "obs_mode='entities' (one row of features per entity)")
     modes = tuple(meta.get("action_modes", ()))
     if action_mode is None:
         action_mode = meta.get("entity_action_mode") or (modes[1] if len(modes) > 1 else None)

@@ -4,8 +4,8 @@ Each seed's run is one job of :func:`schedgym.train.backend.run_calls`: a local 
 default (each run in its own process, one torch thread), or a Ray task with ``ray`` (``""``: a
 local Ray; ``"auto"``/``"HOST:PORT"``: a cluster started with ``ray start --head``, see
 ``docs/sweeps.md``). A run does not depend on where it ran: it builds everything from its
-:class:`~schedgym.train.training.TrainConfig` and seed. A failing run is reported and the others
-go on; Ctrl-C reaches every run, which saves its files (``schedgym train``'s own Ctrl-C
+:class:`~schedgym.train.train_config.TrainConfig` and seed. A failing run is reported and the
+others go on; Ctrl-C reaches every run, which saves its files (``schedgym train``'s own Ctrl-C
 handling) within a grace period before its worker is stopped.
 """
 
@@ -23,7 +23,7 @@ GRACE_S = 60.0
 
 def _train_job(job: tuple[int, Any]) -> str:
     """One seed's run (in a worker): its run folder."""
-    from schedgym.train.training import run_one_seed
+    from schedgym.train.trainer import run_one_seed
 
     return str(run_one_seed(job[1]))
 

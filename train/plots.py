@@ -22,12 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from schedgym.agents.registry import SB3_ALGOS
+from schedgym.agents.spec import AgentSpec, is_learned
 
-
-def is_learned(spec: str) -> bool:
-    """``ppo:path.zip`` and the like are learned agents; anything else is classical."""
-    return ":" in spec and spec.split(":", 1)[0].lower() in SB3_ALGOS
+__all__ = ["FrameSampler", "band", "best_classical", "curves_from_npz", "curves_from_results",
+           "is_learned", "plot_curves", "save_strip"]
 
 
 def _stack(curves: Sequence[np.ndarray]) -> np.ndarray:
@@ -62,7 +60,7 @@ def best_classical(curves: Mapping[str, Mapping[Any, np.ndarray]]) -> str:
     from schedgym.agents.registry import is_benchmark
 
     pool = [a for a in curves if not is_learned(a) and not is_benchmark(a)
-            and a.split("[", 1)[0].strip().lower() != "myopic-opt"] or list(curves)
+            and AgentSpec.parse(a).key != "myopic-opt"] or list(curves)
     return max(pool, key=lambda a: np.mean([c[-1] if len(c) else 0.0
                                             for c in curves[a].values()]))
 

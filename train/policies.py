@@ -9,10 +9,11 @@ observations are not already in [0, 1] (DeadlineWelfare-v0), by name in ``config
 ``policy: schedgym.train.policies.BoundsScaledPolicy`` (PPO/A2C), ``BoundsScaledSACPolicy``,
 ``BoundsScaledTD3Policy``.
 
-``EntityPolicy`` (PPO/A2C) plays the ``obs_mode="entities"`` observations of issue 24's entity
-contract (``Dict(entities=(N * F,), mask=(N,), context=(C,))``, the ``entities`` vector holding
-the ``(N, F)`` rows flattened row-major): one network shared by every entity, so its parameter
-count does not depend on the instance size ``N`` and one model plays every size.
+``EntityPolicy`` (PPO/A2C) plays the ``obs_mode="entities"`` observations of the entity
+contract (:mod:`schedgym.core.entities`: ``Dict(entities=(N * F,), mask=(N,), context=(C,))``,
+the ``entities`` vector holding the ``(N, F)`` rows flattened row-major): one network shared by
+every entity, so its parameter count does not depend on the instance size ``N`` and one model
+plays every size.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from stable_baselines3.sac.policies import MultiInputPolicy as SACMultiInputPolicy
 from stable_baselines3.td3.policies import MultiInputPolicy as TD3MultiInputPolicy
 from torch import nn
+
+from schedgym.core.entities import ENTITY_KEYS, entity_space_sizes
+
+__all__ = ["ACTION_LAYOUTS", "ENTITY_KEYS", "BoundsScaledExtractor", "BoundsScaledPolicy",
+           "BoundsScaledSACPolicy", "BoundsScaledTD3Policy", "EntityPolicy",
+           "MaskedDiagGaussian", "entity_space_sizes"]
 
 
 class BoundsScaledExtractor(BaseFeaturesExtractor):
@@ -95,28 +102,6 @@ class BoundsScaledTD3Policy(TD3MultiInputPolicy):
 
 #: The two action layouts of :class:`EntityPolicy` (the contract's ``metadata["entity_action"]``).
 ACTION_LAYOUTS = ("entity", "global")
-#: The observation keys of the entity contract, in order.
-ENTITY_KEYS = ("entities", "mask", "context")
-
-
-def entity_space_sizes(space: spaces.Space) -> tuple[int, int, int]:
-    """``(N, F, C)`` of an entity-contract observation space; ``ValueError`` for any other.
-
-    ``N`` is the mask's length and ``F = len(entities) // N`` (the ``entities`` vector holds
-    ``N`` rows of ``F`` features, flattened row-major), so ``len(entities)`` must be a positive
-    multiple of ``N``.
-    """
-    shapes: list[tuple[int, ...]] = []
-    if isinstance(space, spaces.Dict) and sorted(space.spaces) == sorted(ENTITY_KEYS):
-        shapes = [tuple(space[k].shape or ()) for k in ENTITY_KEYS
-                  if isinstance(space[k], spaces.Box)]
-    if not (len(shapes) == 3 and all(len(s) == 1 for s in shapes) and shapes[1][0] >= 1
-            and shapes[0][0] >= shapes[1][0] and shapes[0][0] % shapes[1][0] == 0):
-        raise ValueError(f"observation_space={space} is invalid for EntityPolicy: must be the "
-                         "entity contract's Dict(entities=(N * F,), mask=(N,), context=(C,)) "
-                         "with N >= 1 and F >= 1 (build the env with obs_mode='entities')")
-    n = int(shapes[1][0])
-    return n, int(shapes[0][0]) // n, int(shapes[2][0])
 
 
 class MaskedDiagGaussian(DiagGaussianDistribution):

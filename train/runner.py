@@ -17,7 +17,8 @@ import gymnasium as gym
 import numpy as np
 
 import schedgym  # noqa: F401  (registers the env ids)
-from schedgym import agents as agent_registry
+from schedgym.agents.registry import make
+from schedgym.agents.spec import AgentSpec
 
 StepCallback = Callable[[int, float, dict[str, Any]], None]
 
@@ -35,42 +36,6 @@ class EpisodeResult:
     wall_time: float
     extra: dict[str, Any] = field(default_factory=dict)
     instance_seed: int = 0
-
-
-def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"ogasched[timing=lookahead,eta0=5]"`` -> ``("ogasched", {"timing": "lookahead",
-    "eta0": 5.0})``. Values are parsed as int, float, bool or left as strings."""
-    spec = spec.strip()
-    if "[" not in spec:
-        return spec, {}
-    if not spec.endswith("]"):
-        raise ValueError(f"agent={spec!r} is invalid: options must be written name[key=value,...]")
-    name, _, body = spec[:-1].partition("[")
-    kw: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in body.split(","))):
-        key, eq, val = item.partition("=")
-        if not eq:
-            raise ValueError(f"agent={spec!r} is invalid: option {item!r} is not key=value")
-        kw[key.strip()] = parse_value(val.strip())
-    return name.strip(), kw
-
-
-def parse_value(text: str) -> Any:
-    """Parse a command-line value: int, float, bool, None, a tuple ``(a, b)``/``a:b``, or str."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    if text.startswith("(") and text.endswith(")") or ":" in text and "/" not in text:
-        parts = text.strip("()").replace(":", ",").split(",")
-        return tuple(parse_value(p.strip()) for p in parts if p.strip())
-    return text
 
 
 def make_env(env_id: str, scenario: str | None = None, instance_seed: int = 0,
@@ -155,7 +120,7 @@ def run_episode(
                          time.perf_counter() - t0)
 
 
-def build_agent(spec: str, env: gym.Env) -> Any:
-    """Build an agent from a command-line spec (``name``, ``name[k=v]`` or ``algo:path.zip``)."""
-    name, kw = parse_agent_spec(spec)
-    return agent_registry.make(name, env, **kw)
+def build_agent(spec: str | AgentSpec, env: gym.Env) -> Any:
+    """Build an agent from a command-line spec (``name``, ``name[k=v]`` or ``algo:path.zip``,
+    or its :class:`~schedgym.agents.spec.AgentSpec`)."""
+    return make(AgentSpec.parse(spec), env)

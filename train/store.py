@@ -49,6 +49,7 @@ from typing import IO, Any
 import numpy as np
 
 from schedgym.train.runspec import RunSpec, RunSpecError
+from schedgym.train.tasks import BENCHMARK, plan, task_config
 
 try:
     import fcntl
@@ -58,7 +59,6 @@ except ImportError:  # pragma: no cover - not POSIX: an O_EXCL lock file, see _a
 META = "meta.json"
 RECORDS = "episodes.jsonl"
 LOCK = ".lock"
-BENCHMARK = "@benchmark"
 
 Key = tuple[str, str, int, int]
 
@@ -437,9 +437,6 @@ def check_records(path: Path, spec: RunSpec,
                   ) -> tuple[list[tuple[Key, dict[str, Any]]], list[tuple[int, str]]]:
     """Split well-formed records into those of this run (a task of ``spec``'s plan, with that
     task's env configuration and, if ``ok``, its curve file) and the others ``(line, why)``."""
-    from schedgym.train.backend import task_config
-    from schedgym.train.sweep import plan
-
     expected = {t.key: _norm(task_config(t)) for t in plan(spec)}
     good, bad = [], []
     for n, key, rec in records:

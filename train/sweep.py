@@ -3,8 +3,8 @@
 A run is described by its :class:`~schedgym.train.runspec.RunSpec` (written to the run
 folder's ``meta.json``): the env, the agents, the episode seeds, the instance seeds and a list
 of *settings* (one for ``compare``; one per swept value for ``reproduce``), each with its env
-overrides. :func:`plan` turns it into
-:class:`~schedgym.train.backend.EpisodeTask` s, :func:`run_sweep` runs the ones not yet in the
+overrides. :func:`~schedgym.train.tasks.plan` turns it into
+:class:`~schedgym.train.tasks.EpisodeTask` s, :func:`run_sweep` runs the ones not yet in the
 store (so ``--resume`` runs only what is missing) and appends each outcome to the store the
 moment it ends. Ctrl-C stops the workers, keeps every finished episode and reports how to
 resume; failing episodes are recorded and counted.
@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedgym.train.backend import EpisodeTask, error_outcome, execute, run_calls
-from schedgym.train.runspec import RunSpec
-from schedgym.train.store import BENCHMARK, RunStore
+from schedgym.train.backend import error_outcome, execute, run_calls
+from schedgym.train.store import RunStore
+from schedgym.train.tasks import BENCHMARK, EpisodeTask, plan, tuples
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "SweepOutcome", "finish_message", "plan",
+           "run_sweep", "tuples"]
 
 #: exit status of an interrupted run (the shell's convention for SIGINT)
 EXIT_INTERRUPTED = 130
@@ -36,34 +39,6 @@ class SweepOutcome:
     skipped: int = 0
     failed: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
-
-
-def tuples(obj: Any) -> Any:
-    """JSON lists back to the tuples the command line parsed (``beta_range=(0.4, 0.6)``)."""
-    if isinstance(obj, dict):
-        return {k: tuples(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return tuple(tuples(v) for v in obj)
-    return obj
-
-
-def plan(spec: RunSpec) -> list[EpisodeTask]:
-    """Every task of a run, in a stable order: setting, instance seed, seed, agent (the offline
-    benchmark of an episode last, if ``spec.benchmarks``)."""
-    tasks = []
-    for setting in spec.settings:
-        ov = tuples(setting.overrides)
-        for inst in spec.instance_seeds:
-            for seed in spec.seeds:
-                for agent in spec.agents:
-                    tasks.append(EpisodeTask(setting.name, agent, inst, seed, spec.env_id,
-                                             spec.scenario, ov,
-                                             tuples(spec.agent_env_kwargs.get(agent) or {}),
-                                             spec.record_steps))
-                if spec.benchmarks:
-                    tasks.append(EpisodeTask(setting.name, BENCHMARK, inst, seed, spec.env_id,
-                                             spec.scenario, ov))
-    return tasks
 
 
 def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = None,

@@ -253,14 +253,14 @@ def log_classical(logdir: str | Path, spec: dict[str, str],
 def make_agent_env(env_id: str, agent_spec: str, scenario: str | None = None,
                    instance_seed: int = 0, overrides: dict[str, Any] | None = None) -> Any:
     """The env ``agent_spec`` plays in, as in compare: the world of ``overrides`` with their
-    mode keys (:data:`~schedgym.train.backend.PLAY_KEYS`, e.g. a learner's ``obs_mode``) left
-    out, in the agent's own mode (:func:`~schedgym.train.compare.agent_mode`)."""
-    from schedgym.train.backend import PLAY_KEYS
-    from schedgym.train.compare import agent_mode
+    mode keys (:data:`~schedgym.agents.record.PLAY_KEYS`, e.g. a learner's ``obs_mode``) left
+    out, in the agent's own mode (:func:`~schedgym.agents.registry.mode_kwargs`)."""
+    from schedgym.agents.record import PLAY_KEYS
+    from schedgym.agents.registry import mode_kwargs
     from schedgym.train.runner import make_env
 
     world = {k: v for k, v in (overrides or {}).items() if k not in PLAY_KEYS}
-    return make_env(env_id, scenario, instance_seed, world, **agent_mode(agent_spec, env_id))
+    return make_env(env_id, scenario, instance_seed, world, **mode_kwargs(agent_spec, env_id))
 
 
 def run_classical(env_id: str, agent_spec: str, seeds: Sequence[int], logdir: str | Path,

@@ -6,6 +6,7 @@
 - :mod:`schedgym.core.projection` - exact (and the paper's) projection onto capped simplices
 - :mod:`schedgym.core.scenarios` - named scenario presets with validated overrides
 - :mod:`schedgym.core.envbase` - common env plumbing (observation boxes, action validation)
+- :mod:`schedgym.core.entities` - the ``obs_mode="entities"`` contract: its space and its sizes
 - :mod:`schedgym.core.arrays`, :mod:`schedgym.core.arrivals`, :mod:`schedgym.core.graph`,
   :mod:`schedgym.core.resources` - read-only arrays, arrival samplers, the locality graph,
   resource names

@@ -1,4 +1,4 @@
-"""The agent protocol with every standard client (issue 13): classical agents built on a
+"""The agent protocol with every standard client: classical agents built on a
 ``DummyVecEnv``, a wrapped or a ``FlattenObservation`` env act exactly as on the plain env, and an
 observation from another env or another instance is a clear error, never a plausible action."""
 

@@ -1,5 +1,6 @@
 """schedgym's numba cache follows every kernel source, so editing or upgrading one kernel module
-can never leave a caller running the callee's old machine code."""
+can never leave a caller running the callee's old machine code, and it touches no other
+project's cache."""
 
 from __future__ import annotations
 
@@ -52,17 +53,35 @@ def test_install_deletes_the_kernels_cache_once_per_change(tmp_path, monkeypatch
     assert not any(f.exists() for f in ours)
 
 
-def test_numba_cache_dir_is_purged_by_module_name(tmp_path, monkeypatch):
+def test_numba_cache_dir_loses_only_schedgyms_own_cache(tmp_path, monkeypatch):
+    """Under NUMBA_CACHE_DIR, numba names a module's cache folder after the module's folder;
+    another project's module of the same name (``core/kernel.py`` too) has its own folder and
+    keeps its cache."""
     root = _tree(tmp_path / "pkg")
     user = tmp_path / "user"
-    (user / "core_0123").mkdir(parents=True)
-    ours = user / "core_0123" / "kernel.f-3.py312.nbi"
-    other = user / "core_0123" / "theirs.g-1.py312.nbi"
-    for f in (ours, other):
+    ours_dir = _numba_cache.user_cache_dirs(root / "core", user)[0]
+    other_dir = _numba_cache.user_cache_dirs(tmp_path / "other" / "core", user)[0]
+    assert ours_dir.name.startswith("core_") and other_dir.name.startswith("core_")
+    assert ours_dir != other_dir
+    ours = [ours_dir / "kernel.f-3.py312.nbi", ours_dir / "kernel.f-3.py312.1.nbc"]
+    kept = [other_dir / "kernel.f-3.py312.nbi", other_dir / "kernel.f-3.py312.1.nbc",
+            ours_dir / "notes.txt", user / "kernel.f-3.py312.nbi"]
+    for f in ours + kept:
+        f.parent.mkdir(parents=True, exist_ok=True)
         f.write_bytes(b"x")
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(user))
     assert _numba_cache.install(root)
-    assert not ours.exists() and other.exists()
+    assert not any(f.exists() for f in ours)
+    assert all(f.exists() for f in kept)
+
+
+def test_a_linked_folder_is_looked_up_under_both_its_paths(tmp_path):
+    real = tmp_path / "agents"
+    real.mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "agents").symlink_to(real)
+    dirs = _numba_cache.user_cache_dirs(tmp_path / "pkg" / "agents", tmp_path / "cache")
+    assert [d.name.split("_")[0] for d in dirs] == ["agents", "agents"] and len(set(dirs)) == 2
 
 
 def test_a_read_only_tree_is_left_alone(tmp_path, monkeypatch):
@@ -80,6 +99,14 @@ def test_a_read_only_tree_is_left_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "mkdir", refuse)
     assert not _numba_cache.install(root)
     assert (cache / "kernel.f-3.py312.nbi").exists()
+
+
+def _pythonpath(tmp_path: Path) -> str:
+    """``tmp_path``, then the folder of the schedgym under test (so a subprocess imports this
+    schedgym, not another install)."""
+    import schedgym
+
+    return os.pathsep.join([str(tmp_path), str(Path(schedgym.__file__).resolve().parents[1])])
 
 
 def test_a_caller_sees_its_callee_edited_in_another_file(tmp_path):
@@ -100,7 +127,7 @@ def test_a_caller_sees_its_callee_edited_in_another_file(tmp_path):
         @numba.njit(cache=True)
         def f(): return g() + 10
     """))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath(tmp_path)}
     env.pop("NUMBA_CACHE_DIR", None)
     code = "from pkgx.caller import f; print(f())"
 
@@ -114,3 +141,45 @@ def test_a_caller_sees_its_callee_edited_in_another_file(tmp_path):
     assert any(p.suffix == ".nbi" for p in (pkg / "__pycache__").iterdir())  # cached
     (pkg / "callee.py").write_text("import numba\n@numba.njit(cache=True)\ndef g(): return 2\n")
     assert run() == "12"
+
+
+def test_the_folder_named_is_where_numba_caches_and_a_namesake_survives(tmp_path):
+    """End to end under NUMBA_CACHE_DIR: numba writes the cache where
+    :func:`user_cache_dirs` says, an edit of the callee is seen by a fresh process, and the
+    same-named cache of another project in the same NUMBA_CACHE_DIR is left alone."""
+    pkg = tmp_path / "pkgx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent("""\
+        from pathlib import Path
+        from schedgym import _numba_cache
+        _numba_cache.install(Path(__file__).parent)
+    """))
+    (pkg / "callee.py").write_text("import numba\n@numba.njit(cache=True)\ndef g(): return 1\n")
+    (pkg / "caller.py").write_text(textwrap.dedent("""\
+        import numba
+        from pkgx.callee import g
+        @numba.njit(cache=True)
+        def f(): return g() + 10
+    """))
+    cache = tmp_path / "numba-cache"
+    env = {**os.environ, "PYTHONPATH": _pythonpath(tmp_path), "NUMBA_CACHE_DIR": str(cache)}
+    code = "from pkgx.caller import f; print(f())"
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=300, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert run() == "11"
+    ours = _numba_cache.user_cache_dirs(pkg, cache)[0]
+    written = sorted(p.relative_to(cache) for p in cache.rglob("*.nb[ic]"))
+    assert written and all(p.parent == Path(ours.name) for p in written), written
+    theirs = _numba_cache.user_cache_dirs(tmp_path / "elsewhere" / "pkgx", cache)[0]
+    theirs.mkdir()
+    namesakes = [theirs / p.name for p in written]  # another project's caller.py, callee.py
+    for f in namesakes:
+        f.write_bytes(b"theirs")
+    (pkg / "callee.py").write_text("import numba\n@numba.njit(cache=True)\ndef g(): return 2\n")
+    assert run() == "12"
+    assert all(f.read_bytes() == b"theirs" for f in namesakes)

@@ -1,5 +1,5 @@
-"""The ``schedgym`` command line: one clear line for a user's mistake, never a traceback
-(issue 13), ``--version``, ``schedgym list``, help texts, the shared env options (issue 9)."""
+"""The ``schedgym`` command line: one clear line for a user's mistake, never a traceback;
+``--version``, ``schedgym list``, help texts, the shared env options."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ def test_console_script_entry_point_runs():
     assert proc.returncode == 0 and proc.stdout.startswith("schedgym ")
 
 
-# ------------------------------------------------------------- run folders (issue 23)
+# ------------------------------------------------------------- run folders
 @pytest.mark.parametrize("name", ["../../x", "a/b", "..", ".hidden", "", "a\\b"])
 def test_train_name_with_a_path_is_refused_before_anything_is_written(tmp_path, capsys, name):
     out = tmp_path / "deep" / "out"
@@ -219,7 +219,7 @@ def test_out_naming_a_file_says_so(tmp_path, capsys, cmd):
 @pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random", "--set", "horizon=5"],
                                  ["reproduce", "ogasched-headline", "--set", "horizon=5"]])
 def test_repeating_a_command_with_the_default_folder_gets_a_new_one(tmp_path, monkeypatch, cmd):
-    """Issue 23: running README's main job a second time exited 2 (the run folder exists)."""
+    """Running README's main job a second time exited 2 (the run folder exists)."""
     from schedgym.train import compare, reproduce
 
     monkeypatch.chdir(tmp_path)
@@ -261,7 +261,7 @@ def test_two_identical_commands_at_once_get_two_folders(tmp_path, monkeypatch, c
     assert (second.path / "meta.json").is_file()
 
 
-# ------------------------------------------------------------- did you mean (issue 23)
+# ------------------------------------------------------------- did you mean
 @pytest.mark.parametrize("cmd", [["compare", GO, "--agents", "random,ogashed"],
                                  ["train", "ppo", GO, "--beside", "ogashed"]])
 def test_misspelt_agent_name_gets_a_did_you_mean(tmp_path, capsys, cmd):
@@ -289,7 +289,7 @@ def test_seed_lists_are_parsed_and_bounded():
         parse_seeds("0-99999999999")  # refused before a list of 10^11 seeds is built
 
 
-# ------------------------------------------------------------ shared options (issue 25)
+# ------------------------------------------------------------ shared options
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -8,13 +8,13 @@ import sys
 import numpy as np
 import pytest
 
+from schedgym.agents.spec import is_learned
 from schedgym.train.plots import (
     FrameSampler,
     _stack,
     band,
     best_classical,
     curves_from_npz,
-    is_learned,
     plot_curves,
 )
 from schedgym.train.tensorboard import documented_tags, read_scalars
@@ -135,7 +135,7 @@ def test_best_classical_ignores_clairvoyant_benchmark_agents():
 
 
 def test_fluctuating_speed_oracle_gap_is_oracle_minus_reward(tmp_path):
-    """Issue 13: the gap column is the realised oracle return minus the reward, per episode;
+    """The gap column is the realised oracle return minus the reward, per episode;
     ``oracle_value`` is the oracle's *expected* value (theta^T x*), so their difference with the
     reward differs (the 1,293 vs 1,310 seen) and the legend says so."""
     import json
@@ -166,8 +166,8 @@ def test_fluctuating_speed_oracle_gap_is_oracle_minus_reward(tmp_path):
 
 
 def test_table_fits_the_terminal_and_says_which_way_ratios_run(capsys):
-    from schedgym.train.report import print_table, summarise
     from schedgym.train.runner import EpisodeResult
+    from schedgym.train.summary import print_table, summarise
 
     res = [EpisodeResult(a, s, 3, {"reward": r + s, "avg_reward": (r + s) / 3, "gain": 1.0},
                          np.cumsum([1.0, 1.0, r + s - 2]), 1e-3, 0.1, instance_seed=i)
@@ -225,7 +225,8 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
     world (scenario, overrides, seeds) stays the run's."""
     import json
 
-    from schedgym.train.compare import compare_spec, learned_env_kwargs
+    from schedgym.agents.record import learned_env_kwargs
+    from schedgym.train.head_to_head import compare_spec
     from schedgym.train.sweep import plan
 
     model = tmp_path / "run" / "model.zip"
@@ -246,7 +247,7 @@ def test_learned_agent_plays_in_the_mode_of_its_run_json(tmp_path):
 
 
 def test_model_trained_in_a_mode_is_played_in_it_next_to_classical(tmp_path):
-    """Issue 10: a learned agent acts in its training mode (read from run.json), classical agents
+    """A learned agent acts in its training mode (read from run.json), classical agents
     in the default mode, on the same seeds."""
     import json
 
@@ -268,7 +269,7 @@ def test_model_trained_in_a_mode_is_played_in_it_next_to_classical(tmp_path):
 
 
 def test_tensorboard_never_deletes_an_existing_event_file(tmp_path):
-    """Issue 13: compare --tensorboard used to delete the event files of the agent's folder
+    """``compare --tensorboard`` used to delete the event files of the agent's folder
     (e.g. written by train --beside); it now writes beside them."""
     env_id = "schedgym/GainOverhead-v0"
     old = tmp_path / "runs" / "GainOverhead-v0" / "drf"
@@ -284,7 +285,7 @@ def test_tensorboard_never_deletes_an_existing_event_file(tmp_path):
 
 
 def test_a_learned_agents_mode_kwargs_merge_with_the_runs_set(tmp_path):
-    """Issue 10 regression: the compare command that `train --set instance_features=true` prints
+    """Regression: the compare command that `train --set instance_features=true` prints
     passes the same key through --set and through the model's run.json; the agent's own value
     wins and nothing is passed twice."""
     from schedgym.train.runner import make_env
@@ -301,7 +302,7 @@ def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
     must build the model's env with it (it failed with KeyError 'feedback_count' before)."""
     import json
 
-    from schedgym.train.compare import learned_env_kwargs
+    from schedgym.agents.record import learned_env_kwargs
 
     model = tmp_path / "run" / "model.zip"
     model.parent.mkdir()
@@ -310,7 +311,7 @@ def test_every_observation_option_of_a_learned_agent_is_played(tmp_path):
     assert learned_env_kwargs(f"ppo:{model}") == kw
 
 
-# ----------------------------------------------------------- compile out of timing (issue 23)
+# ----------------------------------------------------------- compile out of timing
 class _SlowFirstAgent:
     """Stands for an agent whose first ``predict`` compiles its kernels (0.3 s), later ones
     instant."""
@@ -329,7 +330,7 @@ class _SlowFirstAgent:
 
 
 def test_a_compile_in_the_first_decision_stays_out_of_decision_time():
-    """Issue 23: a first run's ms/decision included the compile (OgaSched 17.3 vs 0.13 warm)."""
+    """A first run's ms/decision included the compile (OgaSched 17.3 vs 0.13 warm)."""
     import gymnasium as gym
 
     from schedgym.envs.gain_overhead import ENV_ID as GO
@@ -350,7 +351,7 @@ class _Terminal(io.StringIO):
 def test_compile_notice_is_said_on_a_terminal_only_when_the_warm_up_is_slow(monkeypatch, capsys):
     import time
 
-    from schedgym.train.compare import compile_notice
+    from schedgym.train.preflight import compile_notice
 
     with compile_notice(after_s=0.05):  # captured stderr (not a terminal): never said
         time.sleep(0.3)
@@ -370,16 +371,16 @@ def test_compile_notice_is_said_on_a_terminal_only_when_the_warm_up_is_slow(monk
 
 def test_compare_warms_every_agent_up_before_the_sweep(monkeypatch):
     from schedgym.envs.gain_overhead import ENV_ID as GO
-    from schedgym.train import compare
+    from schedgym.train import head_to_head, preflight
 
     played = []
-    monkeypatch.setattr(compare, "warm_up", lambda env, agent: played.append(type(agent)))
-    compare.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
+    monkeypatch.setattr(preflight, "warm_up", lambda env, agent: played.append(type(agent)))
+    head_to_head.validate(GO, None, 0, small_overrides(GO), ["random", "drf"], {})
     assert len(played) == 2
 
 
 def test_the_progress_bar_counts_agents_episodes_only(tmp_path, monkeypatch):
-    """Issue 23: compare's bar counted the benchmark tasks as episodes."""
+    """compare's bar counted the benchmark tasks as episodes."""
     from schedgym.envs.gain_overhead import ENV_ID as GO
     from schedgym.train import sweep
 
@@ -420,7 +421,7 @@ if __name__ == "__main__":
 
 
 def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
-    """Issue 23: a Ctrl-C while the plots were written must not end in exit status 0."""
+    """A Ctrl-C while the plots were written must not end in exit status 0."""
     import signal
     import subprocess
     import sys
@@ -446,10 +447,10 @@ def test_ctrl_c_while_the_plots_are_written_exits_130(tmp_path):
 
 
 def test_every_ratio_runs_agent_over_reference_benchmarks_included():
-    """Issue 23: ratio_to_ref was agent / reference but hindsight_optimum_ratio optimum / agent
+    """``ratio_to_ref`` was agent / reference but hindsight_optimum_ratio optimum / agent
     (DRF 'beat the optimum' at 0.805); the benchmark is the best FIXED allocation in hindsight."""
-    from schedgym.train.report import summarise
     from schedgym.train.runner import EpisodeResult
+    from schedgym.train.summary import summarise
 
     def ep(agent, seed, reward):
         return EpisodeResult(agent, seed, 1, {"reward": reward}, np.array([reward]), 0.0, 0.0)
@@ -469,9 +470,9 @@ def test_every_ratio_runs_agent_over_reference_benchmarks_included():
 
 
 def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
-    """Issue 23: a table piped into a file wrapped its headers mid-word (at 100 columns)."""
-    from schedgym.train.report import print_table, summarise
+    """A table piped into a file wrapped its headers mid-word (at 100 columns)."""
     from schedgym.train.runner import EpisodeResult
+    from schedgym.train.summary import print_table, summarise
 
     monkeypatch.delenv("COLUMNS", raising=False)
     res = [EpisodeResult(a, s, 3, {"reward": r + s, "avg_reward": (r + s) / 3},
@@ -489,7 +490,7 @@ def test_a_piped_table_never_folds_a_header_mid_word(capsys, monkeypatch):
 
 
 def test_learned_agents_are_labelled_by_run_folder_and_file_in_the_table():
-    from schedgym.train.report import display_names
+    from schedgym.train.summary import display_names
 
     a = "ppo:/home/u/runs/FluctuatingSpeed-v0/ppo_s0/model.zip"
     b = "ppo:/home/u/runs/FluctuatingSpeed-v0/ppo_s1/model.zip[deterministic=false]"

@@ -196,3 +196,21 @@ def test_heads_equal_the_plain_computation_on_every_row():
         ref = pol.action_net(th.cat([h, g[:, None].expand(5, 8, g.shape[-1])], -1)).squeeze(-1)
         th.testing.assert_close(mu, ref * mask, rtol=1e-5, atol=1e-6)
     assert (mask == 0).any() and (mu[mask == 0] == 0).all()
+
+
+def test_the_agents_tell_an_entity_policy_by_its_name_without_importing_it():
+    """agents.learned checks a saved model without importing train (nor torch): the policy
+    class's qualified name, along its MRO, says whether it is the shared-weights policy."""
+    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+
+    from schedgym.agents.learned import ENTITY_POLICY, is_entity_policy
+    from schedgym.core.entities import entity_space
+    from schedgym.core.entities import entity_space_sizes as core_sizes
+
+    class Tuned(EntityPolicy):
+        pass
+
+    assert ENTITY_POLICY == f"{EntityPolicy.__module__}.{EntityPolicy.__qualname__}"
+    assert is_entity_policy(EntityPolicy) and is_entity_policy(Tuned)
+    assert not is_entity_policy(MultiInputActorCriticPolicy) and not is_entity_policy(None)
+    assert entity_space_sizes is core_sizes and core_sizes(entity_space(7, F, C)) == (7, F, C)

@@ -163,7 +163,7 @@ def test_flat_model_on_another_size_is_refused_before_the_sweep(tmp_path, capsys
     code = cli(["compare", ENV_ID, "--agents", f"hauf,ppo:{path}", "--seeds", "0",
                 *OTHER, "--out", str(out), "--workers", "1",
                 "--quiet", "--no-plots", "--no-benchmarks"])
-    # the compile notice (printed when the warm-up outlasts compare.NOTICE_AFTER_S on a busy
+    # the compile notice (printed when the warm-up outlasts preflight.NOTICE_AFTER_S on a busy
     # machine) is progress, not the error: the refusal itself is one line
     err = "\n".join(line for line in capsys.readouterr().err.strip().splitlines()
                     if not line.startswith("preparing the agents"))

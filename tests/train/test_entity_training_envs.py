@@ -1,5 +1,5 @@
 """``schedgym train ppo ENV --policy entity`` for GainOverhead-v0 (learnable ``prices``) and
-DeadlineWelfare-v0 (``pricing``), issue 24's "tiny training run per env": each run picks its
+DeadlineWelfare-v0 (``pricing``), the "tiny training run per env": each run picks its
 shipped ``configs/learned/*-entity-ppo.yml``, is saved, reloaded by the ``ppo:model.zip`` agent
 and played by ``compare`` on another size, and the same weights play two sizes with one
 parameter count; DeadlineWelfare-v0's ``unit_prices`` and ``demand_price`` modes the same with

@@ -1,4 +1,4 @@
-"""Env ids resolve in a fresh process that never imported schedgym (issue 13): SB3's
+"""Env ids resolve in a fresh process that never imported schedgym: SB3's
 ``SubprocVecEnv`` (forkserver workers) and spawn-based ``AsyncVectorEnv`` started from
 ``python -c`` work with Gymnasium's module-prefixed id ``schedgym:schedgym/<Env>-v0``, and the
 command line accepts that form too."""

@@ -135,7 +135,7 @@ def test_action_mode_entry_is_preferred(tmp_path):
     ("default: [\n", "line 2"),
 ])
 def test_hyperparameter_files_are_safe_alias_free_yaml(tmp_path, text, match):
-    """Issue 23: a hyperparameter file is data: no tags that build objects, no alias bombs."""
+    """A hyperparameter file is data: no tags that build objects, no alias bombs."""
     path = tmp_path / "hp.yml"
     path.write_text(text)
     with pytest.raises(ValueError, match=f"config='{path}' is invalid: .*{match}"):

@@ -1,4 +1,4 @@
-"""Issue 10: a tiny training run in every env x learnable action mode is saved, reloaded and
+"""A tiny training run in every env x learnable action mode is saved, reloaded and
 played by ``compare`` in its own mode, next to the env's paper agent on the same seeds."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from schedgym.envs.gain_overhead import ENV_ID as GO
-from schedgym.train import report as report_mod
+from schedgym.train import summary as summary_mod
 from schedgym.train.cli import main as schedgym_cli
 
 from .sweep_cli import main as cli
@@ -32,7 +32,7 @@ def test_a_full_disk_leaves_no_partial_report_file(tmp_path, monkeypatch, capsys
         fh.flush()
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(report_mod.np, "savez_compressed", savez)
+    monkeypatch.setattr(summary_mod.np, "savez_compressed", savez)
     rc = schedgym_cli(["report", str(run), "--out", str(out), "--no-plots"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc != 0 and len(err) == 1 and "No space left on device" in err[0], err

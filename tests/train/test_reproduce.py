@@ -7,14 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from schedgym.train.reproduce import (
-    CONFIG_DIR,
-    find_experiment,
-    load_experiment,
-    metric_value,
-    run_experiment,
-    write_report,
-)
+from schedgym.train.experiment_report import metric_value, run_experiment, write_report
+from schedgym.train.experiments import CONFIG_DIR, find_experiment, load_experiment
 
 
 @pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.yml")), ids=lambda p: p.stem)
@@ -113,7 +107,7 @@ def test_duplicate_sweep_labels_and_unknown_metrics_are_errors(tmp_path):
 
 
 def test_bad_set_values_fail_with_one_line_before_any_episode(tmp_path, capsys):
-    """Issue 13: ``--set duration_mean=abc`` exited 0, ignored the value and recorded it."""
+    """``--set duration_mean=abc`` exited 0, ignored the value and recorded it."""
     from .sweep_cli import main as cli
 
     out = tmp_path / "r"
@@ -210,7 +204,7 @@ _GOOD = ("name: x\nenv_id: schedgym/GainOverhead-v0\nagents: [drf]\nmetric: rewa
     ("name: [unclosed\n", "line 2"),
 ])
 def test_bad_experiment_files_are_one_clear_error(tmp_path, text, match):
-    """Issue 23: tags, wrong types and alias bombs gave tracebacks or MemoryError, and
+    """Tags, wrong types and alias bombs gave tracebacks or MemoryError, and
     ``name: [a, b]`` failed only after every episode had run."""
     bad = tmp_path / "bad.yml"
     bad.write_text(text)
@@ -246,7 +240,7 @@ def test_a_bad_experiment_fails_at_the_command_line_before_any_episode(tmp_path,
 
 
 def test_help_and_out_option_name_the_same_run_folder():
-    """Issue 23: ``reproduce -h`` said results/reproduce/<name>/, --out another pattern."""
+    """``reproduce -h`` said results/reproduce/<name>/, --out another pattern."""
     import argparse
 
     from schedgym.train import reproduce

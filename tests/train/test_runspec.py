@@ -1,4 +1,4 @@
-"""The typed run description (issue 25): ``meta.json`` files written by the previous, untyped
+"""The typed run description: ``meta.json`` files written by the previous, untyped
 code (``data/meta_*.json``, with the tasks it planned from them in ``data/plan_*.json``) read
 back to a :class:`RunSpec` that writes the same file, plans the same tasks and names the same
 default run folder; a bad field is one line naming the file and the field."""
@@ -48,8 +48,8 @@ def test_the_spec_plans_the_tasks_the_previous_code_planned(name):
 def test_the_builders_write_what_the_previous_code_wrote():
     """``compare_spec`` and ``experiment_spec`` with the inputs that made ``data/meta_*.json``
     give those files again, and the same default run folder names (hash of the description)."""
-    from schedgym.train.compare import compare_spec
-    from schedgym.train.reproduce import experiment_spec, find_experiment, load_experiment
+    from schedgym.train.experiments import experiment_spec, find_experiment, load_experiment
+    from schedgym.train.head_to_head import compare_spec
 
     ov = parse_overrides(["horizon=12", "beta_range=0.4:0.6"])
     spec = compare_spec(GO, ["drf", "fixed-price[price=0.1]", "ogasched"], [0, 1, 2],

@@ -15,8 +15,9 @@ import schedgym
 from schedgym import agents
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train import hyperparams as hp
+from schedgym.train.model_io import vecnormalize_path
 from schedgym.train.tensorboard import documented_tags, metric_spec, read_scalars
-from schedgym.train.training import train, vecnormalize_path
+from schedgym.train.training import train
 
 from .conftest import small_overrides
 
@@ -164,7 +165,7 @@ def test_wall_clock_budget_stops_and_saves(tmp_path):
 
 
 def test_the_final_model_is_evaluated_when_the_wall_clock_stops_training(tmp_path):
-    """Issue 23: with --max-minutes the evaluations stopped at 80k of 106k steps."""
+    """With --max-minutes the evaluations stopped at 80k of 106k steps."""
     res = _run(tmp_path, GO, "a2c", timesteps=10**7, max_minutes=0.05,
                eval_freq=10**6, checkpoint_freq=0)
     with np.load(res.run_dir / "evaluations.npz") as ev:
@@ -196,7 +197,7 @@ def test_beside_puts_classical_agents_on_the_same_board(tmp_path):
     learned = {t for t in read_scalars(res.run_dir) if t.startswith("schedgym/")}
     other = read_scalars(res.run_dir.parent / "random")
     assert set(other) == learned
-    # issue 23: a classical agent is a flat reference line across the learner's whole range,
+    # a classical agent is a flat reference line across the learner's whole range,
     # not a few points at the left edge
     for tag, points in other.items():
         steps = [s for s, _ in points]
@@ -214,11 +215,11 @@ def test_observation_normalisation_warns(tmp_path):
 
 
 def test_training_steps_the_env_once_under_the_compile_notice(tmp_path, monkeypatch):
-    """Issue 23: the first use compiles for a minute with nothing said; train now steps its env
-    once inside compare's compile_notice (which speaks when that takes long)."""
+    """The first use compiled for a minute with nothing said; train now steps its env once
+    inside the compile notice (which speaks when that takes long)."""
     import contextlib
 
-    from schedgym.train import compare
+    from schedgym.train import preflight
 
     entered = []
 
@@ -227,6 +228,6 @@ def test_training_steps_the_env_once_under_the_compile_notice(tmp_path, monkeypa
         entered.append(True)
         yield
 
-    monkeypatch.setattr(compare, "compile_notice", notice)
+    monkeypatch.setattr(preflight, "compile_notice", notice)
     _run(tmp_path, GO, "a2c", timesteps=16, eval_freq=0, checkpoint_freq=0)
     assert entered == [True]

@@ -1,5 +1,5 @@
-"""Training work is never lost (issue 13) and train's typed config (issue 9), instance
-distributions (issue 10) and per-seed runs (issue 12)."""
+"""Training work is never lost; train's typed config, instance distributions and per-seed
+runs."""
 
 from __future__ import annotations
 
@@ -20,16 +20,10 @@ from schedgym.envs.deadline_welfare import ENV_ID as DW
 from schedgym.envs.gain_overhead import ENV_ID as GO
 from schedgym.train.cli import main as cli
 from schedgym.train.instances import InstanceCycler, split_instance_seeds
-from schedgym.train.training import (
-    DEFAULT_EVAL_INSTANCE_SEEDS,
-    TrainConfig,
-    check_resumed_evaluations,
-    claim_run_dir,
-    default_eval_freq,
-    next_command,
-    run_one_seed,
-    train,
-)
+from schedgym.train.run_folder import check_resumed_evaluations, claim_run_dir
+from schedgym.train.train_config import DEFAULT_EVAL_INSTANCE_SEEDS, default_eval_freq
+from schedgym.train.trainer import run_one_seed
+from schedgym.train.training import TrainConfig, next_command, train
 
 from .conftest import small_overrides
 
@@ -219,7 +213,7 @@ def test_next_command_is_runnable_and_keeps_the_env_settings(tmp_path):
     cmd = shlex.split(next_command(cfg, tmp_path / "m.zip"))
     assert "<" not in " ".join(cmd)
     assert cmd[:3] == ["schedgym", "compare", GO]
-    # issue 23: raced against every classical agent and the ceiling, not the paper's agent only
+    # raced against every classical agent and the ceiling, not the paper's agent only
     from schedgym.agents import registry
 
     agents = cmd[cmd.index("--agents") + 1].split(",")

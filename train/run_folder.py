@@ -1,0 +1,140 @@
+"""A training run's folder: claimed for one run, never mixed with another, and continued only
+by ``--resume``, after the checks that keep a resumed run consistent.
+
+- :func:`claim_run_dir`: the folder ``OUT/<Env-vN>/NAME`` (or the first free ``NAME-2``,
+  ``NAME-3``, ...), claimed atomically by a :data:`CLAIM` file so that concurrent runs never
+  share one; ``overwrite`` clears one run's files first (:func:`clear_run`), ``resume`` goes
+  on in the folder of the model it continues; :func:`release_unused_claim` gives the claim
+  back when a run fails to start.
+- Resume: :func:`check_resumed_evaluations` (the kind of evaluation must not change),
+  :func:`evaluation_history` and :func:`read_evaluations` (the earlier ``evaluations.npz`` the
+  resumed run appends to), :func:`keep_progress_log` (SB3's ``progress.csv`` of the earlier
+  part is kept as ``progress.until-<steps>.csv``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from schedgym.agents.record import RUN_RECORD, run_record
+from schedgym.train.tensorboard import env_folder
+from schedgym.train.train_config import TrainConfig
+
+#: Marker file claiming a run folder for one run.
+CLAIM = ".schedgym-run"
+#: Files of a run folder that belong to one training run (removed by ``overwrite``).
+RUN_FILES = (CLAIM, "model.zip", "best_model.zip", "evaluations.npz", "vecnormalize.pkl",
+             "config.yml", RUN_RECORD, "progress.csv")
+#: The evaluation history of a run folder (SB3's ``EvalCallback`` file).
+EVALUATIONS = "evaluations.npz"
+
+
+def run_folder_of(model_path: str | Path) -> Path:
+    """The run folder a saved model belongs to (``.../run/checkpoints/x.zip`` -> ``.../run``)."""
+    p = Path(model_path).resolve().parent
+    return p.parent if p.name == "checkpoints" else p
+
+
+def check_resumed_evaluations(cfg: TrainConfig) -> None:
+    """Refuse to resume a run whose evaluations judged the other kind of action
+    (``eval_draws``): the resumed run appends to its ``evaluations.npz``, keeps
+    ``best_model.zip`` by the best of them all and records its own setting in ``run.json``, so
+    the two kinds would be compared as one."""
+    if cfg.resume is None:
+        return
+    folder = run_folder_of(cfg.resume)
+    record = run_record(folder)
+    if record is None or not (folder / EVALUATIONS).is_file():
+        return  # no evaluations, or no readable record of their kind
+    before = bool(record.get("eval_draws", False))
+    if before != cfg.eval_draws:
+        kind = {True: "sampled actions (--eval-draws)", False: "the policy's mode"}
+        raise ValueError(f"eval_draws={cfg.eval_draws} is invalid for resume={cfg.resume!r}: "
+                         f"that run evaluated {kind[before]}, and best_model.zip is kept by "
+                         f"the best of all its evaluations; resume with eval_draws={before}")
+
+
+def claim_run_dir(cfg: TrainConfig) -> Path:
+    """The run folder, created now. An existing non-empty folder is continued only by
+    ``resume`` (of a model inside it or when ``name`` is given), replaced only with
+    ``overwrite``, and otherwise left alone: the run goes to ``NAME-2``, ``NAME-3``, ..."""
+    root = Path(cfg.out) / env_folder(cfg.env_id)
+    base = root / cfg.run_name
+    if cfg.resume is not None and (cfg.name is not None
+                                   or run_folder_of(cfg.resume) == base.resolve()):
+        base.mkdir(parents=True, exist_ok=True)
+        return base
+    if cfg.overwrite and base.is_dir():
+        clear_run(base)
+    for k in range(1, 10_000):
+        cand = base if k == 1 else root / f"{cfg.run_name}-{k}"
+        cand.mkdir(parents=True, exist_ok=True)
+        if any(p.name != CLAIM for p in cand.iterdir()):
+            continue  # holds another run
+        try:
+            (cand / CLAIM).open("x").close()  # atomic: concurrent runs never share a folder
+        except FileExistsError:
+            continue
+        return cand
+    raise ValueError(f"out={cfg.out!r}: too many runs named {cfg.run_name!r}; give --name")
+
+
+def release_unused_claim(run_dir: Path) -> None:
+    """Give back the claim on ``run_dir`` when nothing else was written there, so that a run
+    that failed to start leaves a folder the next run of that name takes (a claimed folder is
+    skipped: a stale claim cannot be told from a live one). The empty folder stays: removing it
+    could pull it from under a concurrent claim that has just made it."""
+    if {p.name for p in run_dir.iterdir()} == {CLAIM}:
+        (run_dir / CLAIM).unlink(missing_ok=True)
+
+
+def clear_run(run_dir: Path) -> None:
+    """Remove one run's files (events, models, evaluations, checkpoints) from ``run_dir``."""
+    for p in run_dir.glob("events.out.tfevents.*"):
+        p.unlink()
+    for p in run_dir.glob("progress*.csv"):
+        p.unlink()
+    for name in RUN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+
+
+def keep_progress_log(run_dir: Path, steps: int) -> None:
+    """Before a resumed run writes into its own folder: its ``progress.csv`` (SB3's CSV log,
+    which SB3's writer would truncate) becomes ``progress.until-<steps>.csv``, ``steps`` being
+    the step count the resumed model starts from."""
+    old_csv = run_dir / "progress.csv"
+    if old_csv.is_file():
+        old_csv.rename(run_dir / f"progress.until-{steps}.csv")
+
+
+def evaluation_history(cfg: TrainConfig, run_dir: Path) -> Path:
+    """The folder whose ``evaluations.npz`` (and ``best_model.zip``) the run's evaluations
+    continue: its own when it has one or is no resume, else the resumed model's run folder."""
+    if (run_dir / EVALUATIONS).is_file() or cfg.resume is None:
+        return run_dir
+    return run_folder_of(cfg.resume)
+
+
+@dataclass
+class Evaluations:
+    """An ``evaluations.npz``: per evaluation its step count, episode returns and lengths."""
+
+    timesteps: list[int]
+    results: list[list[float]]
+    lengths: list[list[int]]
+
+
+def read_evaluations(folder: Path) -> Evaluations | None:
+    """The ``evaluations.npz`` of ``folder``, or None when it has none."""
+    import numpy as np
+
+    path = folder / EVALUATIONS
+    if not path.is_file():
+        return None
+    with np.load(path) as old:
+        return Evaluations([int(t) for t in old["timesteps"]],
+                           [list(map(float, r)) for r in old["results"]],
+                           [list(map(int, n)) for n in old["ep_lengths"]])
