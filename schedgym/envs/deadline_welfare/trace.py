@@ -53,12 +53,14 @@ from schedgym.envs.deadline_welfare.generator import (
     DEFAULTS,
     GAUSS_FLOOR,
     SCENARIOS,
+    StreamValues,
+    draw_workloads,
     job_limits,
-    job_sampler,
     prior_bounds,
     upper_f32,
     validate_params,
 )
+from schedgym.envs.deadline_welfare.memory import expected_window
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 NAME = "alibaba-gpu-2023"
@@ -97,8 +99,9 @@ class TraceJobSampler:
             the synthetic fields' parameters).
         deadline: ``"synthetic"`` or ``"trace"``.
         times, durations: float ``(M,)``: creation time and run time (s) of every trace task.
-        runnable: bool ``(M,)``: tasks that some sampled node can run.
-        allowed: bool ``(M, R)``: the nodes each task may use.
+        task_class: int ``(M,)``: each task's locality class (a row of ``class_nodes``; -1 for
+            a task no sampled node can run).
+        class_nodes: bool ``(n_classes, R)``: the nodes each locality class may use.
         slot_seconds: slot length, seconds.
     """
 
@@ -106,9 +109,48 @@ class TraceJobSampler:
     deadline: str
     times: np.ndarray
     durations: np.ndarray
-    runnable: np.ndarray
-    allowed: np.ndarray
+    task_class: np.ndarray
+    class_nodes: np.ndarray
     slot_seconds: float
+
+    @property
+    def runnable(self) -> np.ndarray:
+        """bool ``(M,)``: tasks that some sampled node can run."""
+        return self.task_class >= 0
+
+    def size_bounds(self) -> tuple[float, float, dict[str, int]]:
+        """Upper ends of an episode's size for the memory check (:mod:`.memory`): ``(jobs,
+        entries, extra)``, the busiest window's task count (at most ``n_jobs``) and its
+        ``Σ_n |𝒦_n| w_n`` (window ``w_n <= min(T, run time in slots + 1)`` with trace deadlines,
+        the exponential deadlines' mean window otherwise; scaled to ``n_jobs`` tasks), plus
+        the sampler's own tasks and locality classes."""
+        T, dt = self.params["horizon"], self.slot_seconds
+        run = np.flatnonzero(self.runnable)
+        order = run[np.argsort(self.times[run], kind="stable")]
+        times = self.times[order]
+        nodes = self.class_nodes.sum(axis=1)[self.task_class[order]].astype(np.float64)
+        if self.deadline == "trace":
+            slots = np.nan_to_num(self.durations[order], nan=0.0) / dt
+            w = np.minimum(float(T), np.floor(np.maximum(slots, 0.0)) + 1.0)
+        else:
+            w = np.full(order.size, expected_window(self.params["duration_mean"], T))
+        extra = {"tasks": int(self.times.size), "node_classes": int(self.class_nodes.shape[0])}
+        if not order.size:
+            return 0.0, 0.0, extra
+        t_first, t_last = float(self.times.min()), float(self.times.max())
+        starts = t_first + dt * np.arange(max(1, int(np.floor((t_last - t_first) / dt)) - T + 2))
+        lo = np.searchsorted(times, starts, side="left")
+        hi = np.searchsorted(times, starts + T * dt, side="left")
+        cum = np.concatenate([[0.0], np.cumsum(nodes * w)])
+        count = (hi - lo).astype(np.float64)
+        entries = cum[hi] - cum[lo]
+        n_jobs = self.params["n_jobs"]
+        if n_jobs is not None:  # n_jobs of a window's tasks: their expected share
+            entries = np.where(count > n_jobs, entries * n_jobs / np.maximum(count, 1.0),
+                               entries)
+            count = np.minimum(count, n_jobs)
+        R = self.class_nodes.shape[1]
+        return float(count.max()), float(entries.max()) + R * T, extra
 
     def _window(self, episode_seed: int) -> tuple[float, np.ndarray]:
         """Start time of the episode's window and its tasks (arrival order)."""
@@ -125,9 +167,9 @@ class TraceJobSampler:
         return start, idx[np.argsort(times[idx], kind="stable")]
 
     def __call__(self, episode_seed: int) -> Jobs:
-        """One episode's jobs from ``episode_seed``."""
+        """One episode's jobs from ``episode_seed`` (per-unit values drawn when read)."""
         p, dt = self.params, self.slot_seconds
-        T, R = p["horizon"], self.allowed.shape[1]
+        T, R = p["horizon"], self.class_nodes.shape[1]
         start, idx = self._window(episode_seed)
         N = int(idx.size)
         s = np.floor((self.times[idx] - start) / dt).astype(np.int64)
@@ -136,10 +178,9 @@ class TraceJobSampler:
         else:
             dur = rngs.stream(episode_seed, "durations").exponential(p["duration_mean"], N)
         e = np.minimum(T - 1, s + np.floor(np.maximum(dur, 0.0)).astype(np.int64))
-        synth = job_sampler({**p, "n_instances": R, "n_jobs": max(N, 1)})(episode_seed)
-        return Jobs(arrival=s, deadline=e, workload=synth.workload[:N],
-                    allowed=self.allowed[idx], capability=synth.capability[:N],
-                    coef=synth.coef[:N], weight=synth.weight[:N], n_slots_hint=T)
+        rho = draw_workloads(rngs.stream(episode_seed, "workloads"), p, N)
+        allowed = self.class_nodes[self.task_class[idx]]
+        return Jobs.drawn(s, e, rho, allowed, T, StreamValues.of(p, episode_seed, R))
 
 
 def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareInstance,
@@ -161,15 +202,25 @@ def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareIn
         prior_bounds=prior_bounds(p, capacity) if p["bound_mode"] == "prior" else None,
         job_limits=job_limits(p), capacity_bounds=(GAUSS_FLOOR, c_hi),
     )
-    cls = task_classes(tr)
-    allowed_by_class = {c: class_allowed_nodes(tr, c)[tp.node_index] for c in np.unique(cls)}
-    allowed = np.stack([allowed_by_class[c] for c in cls]) if cls.size else \
-        np.zeros((0, R), dtype=bool)
     sampler = TraceJobSampler(
         params={**p, "n_instances": R}, deadline=deadline, times=np.asarray(tr.task_time),
         durations=np.asarray(tr.task_duration, dtype=np.float64),
-        runnable=np.asarray(allowed.any(axis=1)), allowed=allowed, slot_seconds=tp.slot_seconds)
+        **_task_classes(tr, tp.node_index, R), slot_seconds=tp.slot_seconds)
     return instance, sampler
+
+
+def _task_classes(tr: Any, node_index: np.ndarray, n_nodes: int) -> dict[str, np.ndarray]:
+    """``task_class`` int ``(M,)`` and ``class_nodes`` bool ``(n_classes, R)``: every task's
+    locality class among those some of the ``node_index`` nodes can run (-1: none can)."""
+    names, inverse = np.unique(task_classes(tr), return_inverse=True)
+    nodes = np.stack([class_allowed_nodes(tr, c)[node_index] for c in names]) if names.size \
+        else np.zeros((0, n_nodes), dtype=bool)
+    runnable = nodes.any(axis=1)
+    keep = np.flatnonzero(runnable)
+    renumber = np.full(names.size, -1, dtype=np.int64)
+    renumber[keep] = np.arange(keep.size)
+    return {"task_class": renumber[inverse.reshape(-1)] if names.size else
+            np.zeros(0, dtype=np.int64), "class_nodes": nodes[keep]}
 
 
 SCENARIOS.register(
