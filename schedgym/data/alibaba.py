@@ -43,7 +43,9 @@ Rows are dropped (and counted in :attr:`Trace.notes`) when a filter excludes the
 ``start_time``). Anything else that is wrong raises :class:`TraceFormatError` (a ``ValueError``)
 naming the file, the column and, for a value, the line: a missing column, a value that is not a
 number, a value outside its unit's range (e.g. ``gpu_milli`` > 1000, v2018 ``mem_size`` > 100, a
-negative request), or no rows left after filtering.
+negative request, a size above :data:`MAX_CORES` / :data:`MAX_MEMORY_GB` / :data:`MAX_GPUS` or a
+time beyond :data:`MAX_SECONDS`), or no rows left after filtering. A byte-order mark at the start
+of a file (as spreadsheet programs write) is skipped.
 
 A trace path must name a regular file (a symlink to one is fine; ``/dev/zero``, a FIFO or a
 directory is refused) of at most :data:`MAX_TRACE_BYTES` bytes (16 GiB, on disk and, for a
@@ -84,6 +86,10 @@ __all__ = [
     "SAMPLE_FILES",
     "MAX_TRACE_BYTES",
     "MAX_LINE_CHARS",
+    "MAX_CORES",
+    "MAX_MEMORY_GB",
+    "MAX_GPUS",
+    "MAX_SECONDS",
     "V2020_MACHINE_COLUMNS",
     "V2020_TASK_COLUMNS",
     "V2018_MACHINE_COLUMNS",
@@ -108,6 +114,13 @@ V2018_TASK_COLUMNS = ("task_name", "instance_num", "job_name", "task_type", "sta
 MAX_TRACE_BYTES = 16 * 2**30
 #: Longest line of a trace file, in characters (upstream lines are under 1 KiB).
 MAX_LINE_CHARS = 2**20
+#: Largest plausible size of one node or one task, per resource: 100,000 cores, 10^7 GB of
+#: memory (10 PB), 10,000 GPUs. Far above any real machine; a larger value is a wrong unit or a
+#: damaged file, and left in it would overflow the mapping's arithmetic.
+MAX_CORES, MAX_MEMORY_GB, MAX_GPUS = 1e5, 1e7, 1e4
+#: Largest plausible trace time, in seconds either side of 0 (about 3,170 years): the slot
+#: arithmetic (int64 slot numbers) stays exact far beyond it.
+MAX_SECONDS = 1e11
 
 _NAN_TOKENS = frozenset({"", "nan", "NaN", "NAN", "null", "NULL", "None", "\\N"})
 
@@ -240,7 +253,8 @@ def _open_text(src: Any) -> io.TextIOBase:
             except (OSError, EOFError, zlib.error) as exc:
                 raise TraceFormatError(f"{name}: cannot be decompressed ({exc})") from None
         raw = io.BytesIO(data)
-    return io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    # utf-8-sig: a byte-order mark (as spreadsheet programs write) is not part of the header
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
 def _capped_lines(f: io.TextIOBase, name: str) -> Iterator[str]:
@@ -399,9 +413,9 @@ def _empty_check(file: str, kept: int, what: str) -> None:
 # ------------------------------------------------------------------- gpu-v2023
 def _read_v2023_nodes(src: Any) -> dict[str, Any]:
     name = _display(src)
-    cpu = _Num(name, "cpu_milli", unit="milli-cores")
-    mem = _Num(name, "memory_mib", unit="MiB")
-    gpu = _Num(name, "gpu", unit="GPU count")
+    cpu = _Num(name, "cpu_milli", high=MAX_CORES * 1000, unit="milli-cores")
+    mem = _Num(name, "memory_mib", high=MAX_MEMORY_GB * 1024, unit="MiB")
+    gpu = _Num(name, "gpu", high=MAX_GPUS, unit="GPU count")
     out: dict[str, list] = {"cpu": [], "mem": [], "gpu": [], "model": []}
     dropped = 0
     for line, r in _rows(src, ("cpu_milli", "memory_mib", "gpu"), None, ("model",)):
@@ -425,12 +439,12 @@ def _read_v2023_nodes(src: Any) -> dict[str, Any]:
 def _read_v2023_pods(src: Any, phases: Sequence[str] | None, qos: Sequence[str] | None,
                      constraints: bool) -> dict[str, Any]:
     name = _display(src)
-    cpu = _Num(name, "cpu_milli", unit="milli-cores")
-    mem = _Num(name, "memory_mib", unit="MiB")
-    ngpu = _Num(name, "num_gpu", unit="GPU count")
+    cpu = _Num(name, "cpu_milli", high=MAX_CORES * 1000, unit="milli-cores")
+    mem = _Num(name, "memory_mib", high=MAX_MEMORY_GB * 1024, unit="MiB")
+    ngpu = _Num(name, "num_gpu", high=MAX_GPUS, unit="GPU count")
     mgpu = _Num(name, "gpu_milli", high=1000.0, unit="milli-GPUs of one GPU")
-    ctime = _Num(name, "creation_time", low=None, unit="s")
-    dtime = _Num(name, "deletion_time", low=None, unit="s")
+    ctime = _Num(name, "creation_time", low=-MAX_SECONDS, high=MAX_SECONDS, unit="s")
+    dtime = _Num(name, "deletion_time", low=-MAX_SECONDS, high=MAX_SECONDS, unit="s")
     needed = ["cpu_milli", "memory_mib", "num_gpu", "creation_time"]
     if phases is not None:
         needed.append("pod_phase")
@@ -557,11 +571,12 @@ def _read_batch_tasks(
     in ``statuses`` are skipped; rows without start time, CPU or memory are dropped and counted.
     Memory is multiplied by ``mem_scale`` to get GB."""
     tname = _display(task_file)
-    pcpu = _Num(tname, "plan_cpu", unit="percent of a core (100 = 1 core)")
+    pcpu = _Num(tname, "plan_cpu", high=MAX_CORES * 100,
+                unit="percent of a core (100 = 1 core)")
     pmem = _Num(tname, "plan_mem", high=mem_high, unit=mem_unit)
-    pgpu = _Num(tname, "plan_gpu", unit="percent of a GPU (100 = 1 GPU)")
-    st = _Num(tname, "start_time", low=None, unit="s")
-    et = _Num(tname, "end_time", low=None, unit="s")
+    pgpu = _Num(tname, "plan_gpu", high=MAX_GPUS * 100, unit="percent of a GPU (100 = 1 GPU)")
+    st = _Num(tname, "start_time", low=-MAX_SECONDS, high=MAX_SECONDS, unit="s")
+    et = _Num(tname, "end_time", low=-MAX_SECONDS, high=MAX_SECONDS, unit="s")
     tasks: dict[str, list] = {k: [] for k in ("time", "cpu", "mem", "gpu", "spec", "dur")}
     needed = ["start_time", "plan_cpu", "plan_mem"] + (["status"] if statuses is not None else [])
     optional = ("end_time", "plan_gpu", "gpu_type") if with_gpu else ("end_time",)
@@ -617,9 +632,9 @@ def load_gpu_v2020(
             tasks that completed; ``None``: all).
     """
     mname, tname = _display(machine_file), _display(task_file)
-    cpu = _Num(mname, "cap_cpu", unit="cores")
-    mem = _Num(mname, "cap_mem", unit="GB")
-    gpu = _Num(mname, "cap_gpu", unit="GPU count")
+    cpu = _Num(mname, "cap_cpu", high=MAX_CORES, unit="cores")
+    mem = _Num(mname, "cap_mem", high=MAX_MEMORY_GB, unit="GB")
+    gpu = _Num(mname, "cap_gpu", high=MAX_GPUS, unit="GPU count")
     nodes: dict[str, list] = {"cpu": [], "mem": [], "gpu": [], "model": []}
     nd = 0
     for line, r in _rows(machine_file, ("cap_cpu", "cap_mem", "cap_gpu"), V2020_MACHINE_COLUMNS,
@@ -637,7 +652,7 @@ def load_gpu_v2020(
     _empty_check(mname, len(nodes["cpu"]), "every row lacks cap_cpu or cap_mem")
     nodes["notes"] = [f"{mname}: {nd} machine rows without cap_cpu/cap_mem dropped"] if nd else []
 
-    tasks = _read_batch_tasks(task_file, V2020_TASK_COLUMNS, statuses, mem_high=None,
+    tasks = _read_batch_tasks(task_file, V2020_TASK_COLUMNS, statuses, mem_high=MAX_MEMORY_GB,
                               mem_unit="GB", mem_scale=1.0, with_gpu=True,
                               constraints=constraints)
     return _make_trace(nodes, tasks, f"Alibaba cluster-trace-gpu-v2020: {mname}, {tname}")
@@ -668,7 +683,7 @@ def load_v2018(
         raise ValueError(f"mem_gb_per_unit={mem_gb_per_unit!r} is invalid: must be a finite "
                          "number > 0")
     mname, tname = _display(machine_file), _display(task_file)
-    cpu = _Num(mname, "cpu_num", unit="cores")
+    cpu = _Num(mname, "cpu_num", high=MAX_CORES, unit="cores")
     mem = _Num(mname, "mem_size", high=100.0, unit="normalised memory in [0, 100]")
     nodes: dict[str, list] = {"cpu": [], "mem": [], "gpu": [], "model": []}
     seen_ids: set[str] = set()

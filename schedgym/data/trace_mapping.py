@@ -11,13 +11,22 @@ Public API (shared by every env's ``alibaba-gpu-2023`` scenario)::
     tp.arrival_counts    # (T_trace, L) int64: tasks of each type created in each slot
     tp.sample_arrivals(rng, horizon, prob, start=None)   # (horizon, L) float64 in {0, 1}
     tp.type_duration     # (L,) float64: median run time of each type's tasks, s (NaN unknown)
+    tp.window            # SlotWindow: the slots the problem spans (a split or a time window)
+
+    build_trace_problem(n_instances="all", split="train", ...)   # every node, the trace's past
+    slot_window(trace, slot_seconds, split="test")               # the same window, for the envs
+                                                                 # that read tasks directly
 
 ``trace=None`` uses the shipped gpu-v2023 sample (:func:`schedgym.data.alibaba.load_sample`);
 pass any :class:`~schedgym.data.alibaba.Trace` (e.g. from ``load_gpu_v2020``) to use your own.
 
 The mapping (deterministic given ``seed``; every step is what the tests check by hand):
 
-1. **Window.** Tasks created in ``time_window = [t0, t1]`` seconds (default: first to last task).
+1. **Window.** Tasks created in ``time_window = [t0, t1]`` trace seconds (default: first to last
+   task), or in one of the two named **splits** of the trace's time (``split="train"``: the
+   first :data:`TRAIN_FRACTION` = 70 % of the span from the first to the last task, in whole
+   slots; ``split="test"``: the rest; :func:`slot_window` has the exact boundaries). Everything
+   below (classes, types, coverage, arrivals) is derived from the window's tasks only.
 2. **Locality class of a task** (Kubernetes semantics): a task requesting no GPU may run on any
    node (class ``any``); a GPU task without constraint on any node that has GPUs (``any-gpu``);
    a GPU task with ``gpu_spec = 'A|B'`` only on nodes whose GPU model is A or B (``gpu:A|B``).
@@ -33,18 +42,22 @@ The mapping (deterministic given ``seed``; every step is what the tests check by
    is the **most frequent request vector among its tasks** (a real request; ties to the
    lexicographically smallest). Types are ordered by class (largest first), then by task count.
    Tasks of classes that got no type are not used (``coverage`` = fraction of window tasks used).
-4. **Computing instances.** ``R = n_instances`` distinct nodes drawn uniformly without
+4. **Computing instances.** ``R = n_instances`` distinct nodes (``"all"``: every node of the
+   trace) drawn uniformly without
    replacement (stream ``trace_nodes`` of ``seed``), except that each type first gets one node
    of its class drawn from its allowed nodes if none is drawn yet, so that every type is reachable.
    Sorted by trace row. Capacities are the trace's (cores, GB, GPUs).
 5. **Locality graph.** ``mask[l, r]`` iff node ``r`` is allowed for type ``l``'s class. With
    ``degree_cap = d``, a type keeps ``d`` of its allowed nodes drawn uniformly (stream
    ``trace_graph``); ``None`` (default) keeps them all.
-6. **Arrivals.** Slot of a task = ``floor((time - t0) / slot_seconds)``; ``T_trace = floor((t1 -
-   t0) / slot_seconds) + 1``; ``arrival_counts[t, l]`` = tasks of type ``l`` in slot ``t``.
+6. **Arrivals.** Slot of a task = ``floor((time - t0) / slot_seconds)`` with ``t0`` the start of
+   the window; ``T_trace`` = the window's slots (``floor((t1 - t0) / slot_seconds) + 1`` for a
+   time window ``[t0, t1]``); ``arrival_counts[t, l]`` = tasks of type ``l`` in slot ``t``.
    :meth:`TraceProblem.sample_arrivals` turns them into the papers' per-slot indicators
    ``x_l(t) = 1{count > 0} * Bernoulli(prob)`` over a window of ``horizon`` consecutive slots
-   starting at a random slot (wrapping around to slot 0 past the end).
+   starting at a random slot (:meth:`SlotWindow.start_slot`): without a split it wraps around to
+   slot 0 past the end; with a split it never wraps, so an episode of one split never sees a
+   slot of the other.
 
 What is real and what is not: node capacities, GPU models, request vectors, locality (from the
 trace's GPU-model constraints) and the arrival pattern are real; grouping into types, the choice
@@ -67,15 +80,28 @@ from schedgym.data.alibaba import Trace, load_sample
 __all__ = [
     "RESOURCE_NAMES",
     "RESOURCE_UNITS",
+    "SPLITS",
+    "TRAIN_FRACTION",
+    "SlotWindow",
     "TraceProblem",
     "build_trace_problem",
-    "task_classes",
     "class_allowed_nodes",
+    "resolve_n_instances",
+    "slot_window",
+    "split_boundary",
+    "task_classes",
 ]
 
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "mem", "gpu")
 RESOURCE_UNITS: tuple[str, str, str] = ("cores", "GB", "GPUs")
 ANY, ANY_GPU, GPU_PREFIX = "any", "any-gpu", "gpu:"
+
+#: The named splits of a trace's time: its past (``train``) and its future (``test``).
+SPLITS: tuple[str, str] = ("train", "test")
+#: Fraction of the span from the first to the last task that is the ``train`` split.
+TRAIN_FRACTION = 0.7
+#: The ``n_instances`` value that takes every node of the trace.
+ALL_NODES = "all"
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +130,9 @@ class TraceProblem:
         source: the trace's source line.
         notes: what the mapping dropped or assumed, one line each.
         trace: the :class:`Trace` it came from.
+        window: the :class:`SlotWindow` of the trace the problem spans (``arrival_counts`` has
+            one row per slot of it); ``None`` for a hand-built problem (the whole of
+            ``arrival_counts``, wrapping).
         resource_names / resource_units: ``("cpu", "mem", "gpu")`` / ``("cores", "GB", "GPUs")``.
     """
 
@@ -124,6 +153,7 @@ class TraceProblem:
     source: str
     notes: tuple[str, ...] = field(default=())
     trace: Trace | None = field(default=None, repr=False)
+    window: SlotWindow | None = field(default=None, repr=False)
     resource_names: tuple[str, ...] = RESOURCE_NAMES
     resource_units: tuple[str, ...] = RESOURCE_UNITS
 
@@ -150,6 +180,11 @@ class TraceProblem:
         return int(self.arrival_counts.shape[0])
 
     @property
+    def split(self) -> str | None:
+        """The named split the problem spans (``"train"``, ``"test"``), or ``None``."""
+        return None if self.window is None else self.window.split
+
+    @property
     def edges(self) -> np.ndarray:
         """int64 ``(E, 2)``: ``(l, r)`` pairs of ``mask`` in lexicographic order."""
         return np.argwhere(self.mask).astype(np.int64)
@@ -167,9 +202,13 @@ class TraceProblem:
     def sample_arrivals(self, rng: np.random.Generator, horizon: int,
                         prob: float | np.ndarray = 1.0, start: int | None = None) -> np.ndarray:
         """float64 ``(horizon, L)`` in {0, 1}: trace indicators of ``horizon`` consecutive slots
-        from slot ``start`` (``None``: drawn uniformly from ``rng``), wrapping around past the
-        end, each kept with probability ``prob`` (a scalar or one per type: the papers' Bernoulli
-        thinning "applied on the actual arrival pattern"; ``1`` keeps the trace as is)."""
+        from slot ``start`` (``None``: drawn from ``rng`` by :meth:`SlotWindow.start_slot`),
+        each kept with probability ``prob`` (a scalar or one per type: the papers' Bernoulli
+        thinning "applied on the actual arrival pattern"; ``1`` keeps the trace as is).
+
+        Without a split the window wraps around to slot 0 past the end; with a split it never
+        does (a ``horizon`` longer than the split, or a ``start`` that would run past its end,
+        is a ``ValueError``), so an episode of one split never sees a slot of the other."""
         horizon = check_int("horizon", horizon, min_value=1)
         p = np.asarray(prob, dtype=np.float64)
         if p.ndim == 0:
@@ -177,15 +216,24 @@ class TraceProblem:
         elif p.shape != (self.n_types,) or not np.all((p >= 0) & (p <= 1)):
             raise ValueError(f"prob has shape {p.shape}: must be a number in [0, 1] or one per "
                              f"type, shape ({self.n_types},)")
-        if start is None:
-            offset = int(rng.integers(0, self.n_slots))
-        else:
-            offset = check_int("start", start, min_value=0, max_value=self.n_slots - 1)
+        offset = self._start(rng, horizon, start)
         idx = (offset + np.arange(horizon)) % self.n_slots
         x = self.arrival_counts[idx] > 0
         if np.any(p < 1.0):
             x &= rng.random(x.shape) < p
         return x.astype(np.float64)
+
+    def _start(self, rng: np.random.Generator, horizon: int, start: int | None) -> int:
+        """The first slot of :meth:`sample_arrivals`' window (checked against the split)."""
+        window = self.window
+        if start is None:
+            return int(rng.integers(0, self.n_slots)) if window is None else \
+                window.start_slot(rng, horizon, wrap=True)
+        if window is None or window.split is None:
+            return check_int("start", start, min_value=0, max_value=self.n_slots - 1)
+        if horizon > window.n_slots:
+            window.start_slot(rng, horizon, wrap=False)  # raises the split's one-line error
+        return check_int("start", start, min_value=0, max_value=self.n_slots - horizon)
 
     def describe(self) -> str:
         """A markdown table of the job types (class, request, tasks, arrival rate, degree)."""
@@ -197,6 +245,137 @@ class TraceProblem:
             lines.append(f"| {l} | {self.type_class[l]} | {c:g} | {m:.4g} | {g:g} | "
                          f"{int(self.type_tasks[l])} | {rate[l]:.3f} | {int(deg[l])} |")
         return "\n".join(lines)
+
+
+
+@dataclass(frozen=True, eq=False)
+class SlotWindow:
+    """The slots of a trace that a problem spans: slot ``i`` covers trace seconds
+    ``[start + i * slot_seconds, start + (i + 1) * slot_seconds)``.
+
+    Attributes:
+        start: trace time of the start of slot 0, seconds.
+        n_slots: number of slots (>= 1).
+        slot_seconds: slot length, seconds.
+        split: ``"train"``, ``"test"`` or ``None`` (a time window, or the whole trace).
+        tasks: bool ``(n_tasks,)``: the trace's tasks inside the window (read-only).
+    """
+
+    start: float
+    n_slots: int
+    slot_seconds: float
+    split: str | None
+    tasks: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", _readonly(np.asarray(self.tasks, dtype=bool)))
+
+    @property
+    def stop(self) -> float:
+        """Trace time of the end of the last slot, seconds."""
+        return self.start + self.n_slots * self.slot_seconds
+
+    @property
+    def max_horizon(self) -> int:
+        """The longest episode, in slots, that fits the window without wrapping."""
+        return self.n_slots
+
+    def start_slot(self, rng: np.random.Generator, horizon: int, *, wrap: bool) -> int:
+        """The first slot of an episode of ``horizon`` slots, drawn from ``rng``.
+
+        With a split the episode never wraps and never leaves the split: the start is uniform
+        over ``[0, n_slots - horizon]``, and a longer ``horizon`` is a ``ValueError``. Without a
+        split, ``wrap=True`` draws it uniformly over every slot (the episode wraps around to
+        slot 0 past the end) and ``wrap=False`` over ``[0, max(0, n_slots - horizon)]`` (an
+        episode longer than the window starts at slot 0 and runs past its end).
+        """
+        horizon = check_int("horizon", horizon, min_value=1)
+        if self.split is not None:
+            if horizon > self.n_slots:
+                raise ValueError(
+                    f"horizon={horizon} is invalid with split={self.split!r}: the split has "
+                    f"{self.n_slots} slots of {self.slot_seconds:g} s, so horizon must be an "
+                    f"integer in [1, {self.n_slots}] (an episode never crosses the split)")
+            return int(rng.integers(0, self.n_slots - horizon + 1))
+        if wrap:
+            return int(rng.integers(0, self.n_slots))
+        return int(rng.integers(0, max(1, self.n_slots - horizon + 1)))
+
+
+def split_boundary(trace: Trace) -> float:
+    """The trace time (s) where ``split="test"`` begins: ``t_first + TRAIN_FRACTION * (t_last -
+    t_first)`` over the tasks' creation times (the shipped sample: 2,084,278.7 s, 24.12 days
+    after its first task)."""
+    t_first, t_last = float(trace.task_time.min()), float(trace.task_time.max())
+    return t_first + TRAIN_FRACTION * (t_last - t_first)
+
+
+def slot_window(trace: Trace, slot_seconds: float, *, split: str | None = None,
+                time_window: tuple[float, float] | None = None) -> SlotWindow:
+    """The slots of ``trace`` that a split, a time window or the whole trace spans.
+
+    - ``split="train"``: slot 0 starts at the first task; only the whole slots before
+      :func:`split_boundary` ``b`` (``floor((b - t_first) / slot_seconds)`` of them), so no
+      training slot reaches into the test split's time; its tasks are those created in them.
+    - ``split="test"``: slot 0 starts at ``b``; slots up to the one holding the last task; its
+      tasks are those created at or after ``b``.
+    - ``time_window=(t0, t1)`` (trace seconds, inclusive): slot 0 starts at ``t0``,
+      ``floor((t1 - t0) / slot_seconds) + 1`` slots, the tasks created in ``[t0, t1]``.
+    - neither: the whole trace, from its first to its last task.
+
+    Raises:
+        ValueError: an unknown ``split``, ``split`` together with ``time_window``, a window
+            without tasks, or a split shorter than one slot.
+    """
+    dt = check_float("slot_seconds", slot_seconds, low=0.0, low_open=True)
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split={split!r} is invalid: must be one of 'train', 'test' or None")
+    if split is not None and time_window is not None:
+        raise ValueError(f"split={split!r} and time_window={time_window!r} exclude each other: "
+                         "a split is a time window of its own (give one of them)")
+    t = trace.task_time
+    if split is None:
+        t0, t1, in_win = _window(trace, time_window)
+        return SlotWindow(t0, int(np.floor((t1 - t0) / dt)) + 1, dt, None, in_win)
+    t_first, t_last, b = float(t.min()), float(t.max()), split_boundary(trace)
+    if split == "train":
+        n = int(np.floor((b - t_first) / dt))
+        start = t_first
+        in_win = (t >= start) & (t < start + n * dt)
+    else:
+        start = b
+        n = int(np.floor((t_last - b) / dt)) + 1
+        in_win = t >= b
+    if n < 1 or not in_win.any():
+        raise ValueError(f"split={split!r} is invalid for this trace with slot_seconds={dt:g}: "
+                         f"the split spans {'less than one slot' if n < 1 else 'no task'} "
+                         f"(the trace's tasks span [{t_first:g}, {t_last:g}] s, the split "
+                         f"boundary is {b:g} s)")
+    return SlotWindow(start, n, dt, split, in_win)
+
+
+def resolve_n_instances(n_instances: int | str, trace: Trace | None = None,
+                        constraints: bool = True) -> int:
+    """The number of nodes ``n_instances`` asks for: ``"all"`` is every node of ``trace`` (the
+    shipped sample for ``None``), an integer must lie in ``[1, nodes of the trace]``."""
+    tr = load_sample(constraints) if trace is None else trace
+    n_nodes = int(tr.n_nodes) if isinstance(tr, Trace) else None
+    if isinstance(n_instances, str):
+        if n_instances != ALL_NODES:
+            hi = f"[1, {n_nodes}]" if n_nodes is not None else ">= 1"
+            raise ValueError(f"n_instances={n_instances!r} is invalid: must be 'all' (every "
+                             f"node of the trace) or an integer in {hi}")
+        if n_nodes is None:
+            raise ValueError(f"trace is invalid: must be a schedgym.data.alibaba.Trace or None, "
+                             f"got {type(tr).__name__}")
+        return n_nodes
+    if n_nodes is None:
+        return check_int("n_instances", n_instances, min_value=1)
+    try:
+        return check_int("n_instances", n_instances, min_value=1, max_value=n_nodes)
+    except ValueError:
+        raise ValueError(f"n_instances={n_instances!r} is invalid: must be 'all' or an integer "
+                         f"in [1, {n_nodes}] (the trace has {n_nodes} nodes)") from None
 
 
 # ---------------------------------------------------------------- the steps
@@ -299,25 +478,29 @@ class _Types:
 
 
 def build_trace_problem(
-    n_instances: int = 128,
+    n_instances: int | str = 128,
     n_types: int = 10,
     slot_seconds: float = 600.0,
     seed: int = 0,
     trace: Trace | None = None,
     *,
     time_window: tuple[float, float] | None = None,
+    split: str | None = None,
     constraints: bool = True,
     degree_cap: int | None = None,
 ) -> TraceProblem:
     """Map a trace to a scheduling problem (module docstring: the six steps).
 
     Args:
-        n_instances: ``R``, nodes to sample (at most the trace's node count).
+        n_instances: ``R``, nodes to sample (at most the trace's node count), or ``"all"``:
+            every node of the trace.
         n_types: ``L``, job types (at most the number of distinct (class, request) pairs).
         slot_seconds: slot length ``Delta`` in seconds (> 0).
         seed: seeds the node sample (stream ``trace_nodes``) and the degree cap (``trace_graph``).
         trace: the trace; ``None`` = the shipped gpu-v2023 sample.
         time_window: ``(t0, t1)`` trace seconds (inclusive); ``None`` = first to last task.
+        split: ``"train"`` (the trace's first 70 % of time) or ``"test"`` (the rest), see
+            :func:`slot_window`; excludes ``time_window``. ``None``: no split.
         constraints: use the tasks' GPU-model constraints (``False``: every GPU task may run on
             any GPU node, like ``openb_pod_list_default``).
         degree_cap: keep at most this many allowed nodes per type (``None``: all).
@@ -325,15 +508,18 @@ def build_trace_problem(
     Raises:
         ValueError: naming the argument, when a size cannot be met or the window is empty.
     """
-    R = check_int("n_instances", n_instances, min_value=1)
+    if not isinstance(n_instances, str):
+        check_int("n_instances", n_instances, min_value=1)
     L = check_int("n_types", n_types, min_value=1)
     dt = check_float("slot_seconds", slot_seconds, low=0.0, low_open=True)
     seed = check_seed("seed", seed) or 0
     if degree_cap is not None:
         degree_cap = check_int("degree_cap", degree_cap, min_value=1)
-    tr = _resolve_trace(trace, constraints, R)
+    tr = _resolve_trace(trace, constraints)
+    R = resolve_n_instances(n_instances, tr)
     notes: list[str] = []
-    t0, t1, in_win = _window(tr, time_window)  # 1
+    window = slot_window(tr, dt, split=split, time_window=time_window)  # 1
+    t0, in_win = window.start, np.asarray(window.tasks)
     classes = _classes(tr, in_win, L, notes)  # 2
     types = _types(tr, in_win, classes, L, notes)  # 3
     used = types.task_type >= 0
@@ -342,7 +528,7 @@ def build_trace_problem(
                           else np.nan for l in range(L)])
     nodes = _nodes(tr, types.type_class, classes.allowed, R, seed)  # 4
     mask = _graph(types.type_class, classes.allowed, nodes, degree_cap, seed)  # 5
-    T = int(np.floor((t1 - t0) / dt)) + 1  # 6. arrivals
+    T = window.n_slots  # 6. arrivals
     slots = np.floor((tr.task_time[used] - t0) / dt).astype(np.int64)
     arrivals = np.zeros((T, L), dtype=np.int64)
     np.add.at(arrivals, (slots, types.task_type[used]), 1)
@@ -364,12 +550,13 @@ def build_trace_problem(
         source=tr.source,
         notes=(*tr.notes, *notes),
         trace=tr,
+        window=window,
     )
 
 
-def _resolve_trace(trace: Trace | None, constraints: bool, R: int) -> Trace:
+def _resolve_trace(trace: Trace | None, constraints: bool) -> Trace:
     """The trace to map (the shipped sample for ``None``), without GPU-model constraints if
-    ``constraints`` is false; checks that it has ``R`` nodes and some tasks."""
+    ``constraints`` is false; checks that it has some tasks."""
     tr = load_sample(constraints) if trace is None else trace
     if not isinstance(tr, Trace):
         raise ValueError(f"trace is invalid: must be a schedgym.data.alibaba.Trace or None, got "
@@ -378,9 +565,6 @@ def _resolve_trace(trace: Trace | None, constraints: bool, R: int) -> Trace:
         tr = Trace(tr.node_cpu, tr.node_mem, tr.node_gpu, tr.node_model, tr.task_time,
                    tr.task_cpu, tr.task_mem, tr.task_gpu, np.full(tr.n_tasks, ""),
                    tr.task_duration, tr.source, (*tr.notes, "GPU-model constraints ignored"))
-    if R > tr.n_nodes:
-        raise ValueError(f"n_instances={R} is invalid: must be an integer in [1, {tr.n_nodes}] "
-                         f"(the trace has {tr.n_nodes} nodes)")
     if tr.n_tasks == 0:
         raise ValueError("trace has no tasks")
     return tr

@@ -305,3 +305,42 @@ def test_files_above_the_size_cap_are_refused(tmp_path, monkeypatch):
         load_gpu_v2023(nodes, pods)
     with pytest.raises(TraceFormatError, match=r"pods\.csv\.gz: more than .* decompressed"):
         load_gpu_v2023(nodes, gz)  # small on disk, above the cap once decompressed
+
+
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path):
+    # the needed column first, so that a BOM glued to its name would hide it
+    first = "\n".join(",".join([r.split(",")[1], r.split(",")[0], *r.split(",")[2:]])
+                      for r in V2023_NODES.splitlines()) + "\n"
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_bytes(b"\xef\xbb\xbf" + first.encode())  # what spreadsheets write
+    pods = tmp_path / "pods.csv"
+    pods.write_bytes(b"\xef\xbb\xbf" + V2023_PODS.encode())
+    with_bom = load_gpu_v2023(nodes, pods)
+    plain = load_gpu_v2023(_write(tmp_path / "n2.csv", V2023_NODES),
+                           _write(tmp_path / "p2.csv", V2023_PODS))
+    np.testing.assert_array_equal(with_bom.node_resources, plain.node_resources)
+    np.testing.assert_array_equal(with_bom.task_requests, plain.task_requests)
+
+
+@pytest.mark.parametrize(("column", "old", "new"), [
+    ("cpu_milli", "96000", "1e308"),  # finite, but no machine has 10^305 cores
+    ("gpu", ",8,", ",1e9,"),
+])
+def test_an_implausible_node_size_is_refused(tmp_path, column, old, new):
+    assert old in V2023_NODES
+    nodes = _write(tmp_path / "nodes.csv", V2023_NODES.replace(old, new, 1))
+    with pytest.raises(TraceFormatError, match=rf"nodes\.csv: column '{column}', line \d+: "
+                                               r"value '.*' is outside \[0, .*wrong unit"):
+        load_gpu_v2023(nodes, _write(tmp_path / "pods.csv", V2023_PODS))
+
+
+def test_an_implausible_time_is_refused(tmp_path):
+    lines = V2023_PODS.splitlines()
+    header = lines[0].split(",")
+    row = lines[1].split(",")
+    row[header.index("creation_time")] = "1e300"
+    bad = "\n".join([lines[0], ",".join(row), *lines[2:]]) + "\n"
+    with pytest.raises(TraceFormatError, match=r"pods\.csv: column 'creation_time', line 2: "
+                                               r"value '1e300' is outside"):
+        load_gpu_v2023(_write(tmp_path / "nodes.csv", V2023_NODES),
+                       _write(tmp_path / "pods.csv", bad))
