@@ -852,13 +852,18 @@ def _check_sizes(scenario: str, overrides: dict[str, Any],
                  action_mode: str) -> None:
     """Refuse, before anything is built, sizes whose mesh tables alone would need more than
     ``limit_mb`` MB (:mod:`.memory`; sizes are validated first, so a bad size is named as
-    such). The full check, with the jobs, follows once the scenario is built."""
-    _, p = SCENARIOS.resolve(scenario, overrides)
+    such). The full check, with the jobs, follows once the scenario is built (a trace
+    scenario's sizes are known only then)."""
+    sc, p = SCENARIOS.resolve(scenario, overrides)
     if instance is not None:
         R, T = instance.n_instances, instance.horizon
+    elif sc.builder is not None:
+        return
     else:
-        if p.get("n_instances") == "all":
-            return  # the trace's node count: checked once the trace is read
+        if p["n_instances"] == "all":
+            raise ValueError(f"n_instances='all' is invalid for scenario={scenario!r}: every "
+                             "node of a trace needs scenario='alibaba-gpu-2023' (give an "
+                             "integer >= 1 here)")
         R = check_int("n_instances", p["n_instances"], min_value=1)
         T = check_int("horizon", p["horizon"], min_value=1)
     if p["n_jobs"] is not None and instance is None:
