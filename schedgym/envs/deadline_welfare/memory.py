@@ -9,6 +9,7 @@ units the jobs may use):
 ================================  =====================================================
 table                             bytes
 ================================  =====================================================
+the env's objects                 :data:`FIXED_BYTES` (spaces, infos, an agent's state)
 mesh (flat observation)           :data:`MESH_BYTES` per unit: capacity, usage, the step's
                                   dispatch and scratch, two observations alive (the one
                                   returned and the caller's previous one), an agent's
@@ -23,9 +24,10 @@ jobs                              :data:`JOB_BYTES` + ``R`` (locality) per job
 dispatch history                  8 per entry (``env.dispatch``: each job's dispatch on its
                                   units)
 current chunk                     :data:`ENTRY_BYTES` per entry of one chunk (at most
-                                  :data:`.tables.CHUNK_ENTRIES`) and :data:`DRAW_BYTES` per
-                                  mesh value drawn for it (at most
-                                  :data:`.tables.CHUNK_DRAWS`)
+                                  :data:`.tables.CHUNK_ENTRIES`, and jobs of twice the mean
+                                  size) and :data:`DRAW_BYTES` per mesh value drawn for it
+                                  (its jobs x ``U``, at most :data:`.tables.CHUNK_DRAWS` or
+                                  one job's ``U``)
 trace tasks                       :data:`TASK_BYTES` per task of a trace scenario
 ================================  =====================================================
 
@@ -55,6 +57,9 @@ ENTRY_BYTES = 56
 DRAW_BYTES = 12
 #: Bytes per task of a trace scenario's sampler (time, duration, class).
 TASK_BYTES = 24
+#: Bytes of the env's own objects whatever its size (spaces, info dicts, compiled-call
+#: arguments, an agent's state).
+FIXED_BYTES = 64 * 2**10
 
 
 def expected_window(duration_mean: float, horizon: int) -> float:
@@ -83,9 +88,11 @@ def breakdown(n_instances: int, horizon: int, n_jobs: float, entries: float, *,
     R, T = float(n_instances), float(horizon)
     U = R * T
     N, E = float(n_jobs), float(entries)
-    chunk = min(E, CHUNK_ENTRIES)
-    draws = min(N * U, max(float(CHUNK_DRAWS), U))
+    per_chunk = max(1.0, float(CHUNK_DRAWS // max(int(U), 1)))  # jobs a chunk draws at most
+    chunk = min(E, CHUNK_ENTRIES, per_chunk * min(U, 2.0 * E / max(N, 1.0)))
+    draws = min(N, per_chunk) * U
     return {
+        "the env's objects": float(FIXED_BYTES),
         "the mesh": MESH_BYTES * U,
         "the entity observation": ENTITY_BYTES * U if entities else 0.0,
         "the expected-later-demand table (T + 1) x R T": 8.0 * (T + 1) * U if later else 0.0,
