@@ -477,9 +477,10 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             out[job.units] = job.capability
         return out.reshape(R, T)
 
-    def _decode_units(self, a: np.ndarray) -> np.ndarray:
-        """Validated, clipped action of a learnable mode -> the current job's proposal on its
-        units ``(m,)`` (:func:`.actions.decode_job`)."""
+    def job_proposal(self, a: np.ndarray) -> np.ndarray:
+        """An action of a learnable mode, validated and clipped to [-1, 1] -> the current
+        job's proposal on its units ``(m,)``, workload units (:func:`.actions.decode_job`;
+        the native vector env decodes every copy's action with it)."""
         n = self._n
         job = self._job(n)
         later = self.expected_later_demand()[self.jobs.arrival[n]] \
@@ -495,7 +496,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             return decode_unit(a.reshape(self.instance.n_instances, -1), upper)
         out = np.zeros(upper.size)
         if self._n < self.jobs.n_jobs:
-            out[self._job(self._n).units] = self._decode_units(a)
+            out[self._job(self._n).units] = self.job_proposal(a)
         return out.reshape(upper.shape)
 
     def decode_action(self, action: np.ndarray) -> np.ndarray:
@@ -646,9 +647,9 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._needs_reset = True
 
     # ------------------------------------------------- the native vector env's interface
-    # DeadlineWelfareVectorEnv builds its batch on these (with flat_space, entity_encoder,
-    # capacity32, family_onehot and show_state): each copy's episode is drawn and checked by
-    # the single env's own code.
+    # DeadlineWelfareVectorEnv builds its batch on these and on flat_space, entity_encoder,
+    # capacity32, family_onehot, memory_parts, show_state and job_proposal: each copy's
+    # episode is drawn, checked and decoded by the single env's own code.
     def draw_jobs(self, episode_seed: int) -> Jobs:
         """The scenario's jobs for ``episode_seed``, refused (one line) if they were drawn for
         another mesh than the instance's ``(R, T)`` (only a user's own sampler can do that)."""
@@ -741,7 +742,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         else:
             checked, clip = self._checked_action(action)
             a, decode = self._no_action, False
-            prop = self._decode_units(checked) if active else self._no_prop
+            prop = self.job_proposal(checked) if active else self._no_prop
         c = self._chunk
         ok, dclip, cap_l1, wl_l1, fj, fc, served, units, util = dynamics.step_job(
             self._family_code, decode, a, prop, c.ptr, c.units, c.capability, c.coef, c.weight,

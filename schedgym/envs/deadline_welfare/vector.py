@@ -407,14 +407,10 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         clip = np.max(np.abs(clipped - a), axis=1)
         parts: list[np.ndarray] = [np.zeros(0)] * self.num_envs
         for b in np.flatnonzero(step & (self._n < self._n_jobs)).tolist():
-            parts[b] = self._point_template(b)._decode_units(clipped[b])  # single env's rule
+            parts[b] = self._point_template(b).job_proposal(clipped[b])  # single env's rule
         offsets = np.zeros(self.num_envs + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([p.size for p in parts])
         return np.concatenate(parts), offsets, clip
-
-    def _template_decode(self, b: int, a: np.ndarray) -> np.ndarray:
-        """The single env's own decoder on copy ``b``'s state (``(R, T)``)."""
-        return np.asarray(self._point_template(b)._decode(a))
 
     def render(self) -> tuple[Any, ...] | None:
         """Every copy's frame as the single env draws it (``render_mode`` ``"ansi"``: text,
