@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
+from schedgym.agents.baselines.deadline_welfare import check_flat_observation
 from schedgym.core.validation import check_choice, check_float
 from schedgym.core.waterfill import waterfill_kernel
 from schedgym.envs.deadline_welfare.dynamics import (
@@ -657,6 +658,7 @@ class OnSocMax(Agent):
 
     def __init__(self, env: Any, solver: str = "kkt", tol: float = 1e-12) -> None:
         super().__init__(env)
+        check_flat_observation(self)
         self.solver = check_choice("solver", solver, SOLVERS)
         self.tol = check_float("tol", tol, low=0.0, low_open=True, high=1e-3)
         self._pricing: dict[tuple[float, float], Pricing] = {}

@@ -199,12 +199,18 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     ``gym.make("schedgym/DeadlineWelfare-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="dispatch", instance_features=False,
     memory_limit_mb=2048, obs_mode="flat", **overrides)``. Scenarios: ``paper-default``,
-    ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven,
-    ``docs/trace-scenarios.md``). An explicit
+    ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven, with ``split``,
+    ``time_window`` and ``n_instances="all"``; ``docs/trace-scenarios.md``). An explicit
     ``instance`` (a :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the
-    generator; overrides that it would ignore or contradict raise. Settings whose episodes would
-    need more than ``memory_limit_mb`` MB (estimate: 64 bytes per job and unit) raise at
-    construction. Overrides (:class:`~.types.DeadlineWelfareParams`, paper §V-A defaults):
+    generator; overrides that it would ignore or contradict raise.
+
+    Memory: a job's per-unit values are held on its own units ℛ_n only, built chunk by chunk
+    in arrival order (:mod:`.tables`), so an episode needs ``O(R T + N + Σ_n |ℛ_n|)`` bytes,
+    never jobs x mesh units. Settings whose episodes would need more than ``memory_limit_mb``
+    MB (:mod:`.memory`: every table, the entity observation's and the expected-later-demand
+    table included) raise at construction, and an episode that does at its reset, in one
+    line naming the largest table. Overrides (:class:`~.types.DeadlineWelfareParams`, paper
+    §V-A defaults):
 
     ===================================  ==========  ==============================================
     parameter (paper symbol)             default     meaning
@@ -235,6 +241,10 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     ## Version History
     - v0: initial version (OnSocMax mesh, dispatch and pricing action modes, instance features).
+      Later additions kept every v0 trajectory bit for bit (the per-job tables hold the same
+      values, built on each job's units; the trace scenario's draws without a split are
+      unchanged), except that :meth:`expected_later_demand` is summed in another order (its
+      entries move by at most 1e-15 relative), which the ``demand_price`` mode's prices read.
 
     ## Example
     >>> import gymnasium as gym, schedgym

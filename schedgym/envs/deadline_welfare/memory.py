@@ -46,7 +46,7 @@ from schedgym.envs.deadline_welfare.tables import CHUNK_DRAWS, CHUNK_ENTRIES
 #: Bytes per mesh unit, flat observation (see the module table).
 MESH_BYTES = 160
 #: Bytes per mesh unit added by the entity observation.
-ENTITY_BYTES = 640
+ENTITY_BYTES = 800
 #: Bytes per job (scalars, observation rows of the job's scalars, chunk pointers), besides
 #: its ``R`` locality bytes.
 JOB_BYTES = 96

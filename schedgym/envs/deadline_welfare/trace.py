@@ -86,11 +86,11 @@ def trace_problem(params: dict[str, Any], instance_seed: int) -> TraceProblem:
     window has distinct (locality class, request) pairs when it has fewer (a small trace)."""
     dt = check_float("slot_seconds", params["slot_seconds"], low=0.0, low_open=True)
     constraints = check_bool("constraints", params["constraints"])
-    kw = {"trace": params.get("trace"), "split": params.get("split"),
-          "time_window": params.get("time_window"), "constraints": constraints}
-    return build_trace_problem(n_instances=params["n_instances"],
-                               n_types=min(N_TYPES, _distinct_pairs(dt, **kw)),
-                               slot_seconds=dt, seed=instance_seed, **kw)
+    trace, split, window = params.get("trace"), params.get("split"), params.get("time_window")
+    n_types = min(N_TYPES, _distinct_pairs(dt, trace, split, window, constraints))
+    return build_trace_problem(n_instances=params["n_instances"], n_types=n_types,
+                               slot_seconds=dt, seed=instance_seed, trace=trace, split=split,
+                               time_window=window, constraints=constraints)
 
 
 def _distinct_pairs(dt: float, trace: Any, split: str | None,
@@ -236,9 +236,9 @@ def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareIn
     """Scenario builder: ``(instance, job sampler)`` from the shipped trace sample."""
     deadline = check_choice("deadline", params["deadline"], DEADLINE_SOURCES)
     tp = trace_problem(params, instance_seed)
-    tr = tp.trace
-    assert tr is not None
-    T = episode_horizon(params["horizon"], tp.window)
+    tr, window = tp.trace, tp.window
+    assert tr is not None and window is not None
+    T = episode_horizon(params["horizon"], window)
     p = validate_params({**{k: v for k, v in params.items() if k in DEFAULTS},
                          "n_instances": tp.n_instances, "horizon": T})
     R = tp.n_instances
@@ -255,7 +255,7 @@ def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareIn
     sampler = TraceJobSampler(
         params={**p, "n_instances": R}, deadline=deadline, times=np.asarray(tr.task_time),
         durations=np.asarray(tr.task_duration, dtype=np.float64),
-        **_task_classes(tr, tp.node_index, R), slot_seconds=tp.slot_seconds, window=tp.window)
+        **_task_classes(tr, tp.node_index, R), slot_seconds=tp.slot_seconds, window=window)
     return instance, sampler
 
 
