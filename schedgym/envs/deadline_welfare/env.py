@@ -45,6 +45,7 @@ from schedgym.envs.deadline_welfare.generator import (
 )
 from schedgym.envs.deadline_welfare.memory import (
     breakdown,
+    estimate_mb,
     generator_entries,
     poisson_jobs,
     refuse,
@@ -697,6 +698,9 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     def _check_episode_memory(self, jobs: Jobs, copies: int) -> None:
         inst = self.instance
+        N, E, need = self._within
+        if jobs.n_jobs <= N and jobs.sizes.sum() <= E and copies * need <= self.memory_limit_mb:
+            return  # within what the construction's check counted
         parts = breakdown(inst.n_instances, inst.horizon, jobs.n_jobs, float(jobs.sizes.sum()),
                           **self._memory_kind())
         parts = {k: copies * v for k, v in parts.items()}
@@ -712,25 +716,32 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """Bytes of each table of one of this env's episodes (:func:`.memory.breakdown`), from
         the scenario's size bounds: the jobs an episode can hold (``n_jobs``, or the Poisson
         count's upper end, or the trace's busiest window) and their expected units."""
-        inst, p, sampler = self.instance, self.params, self._sample_jobs
-        extra: dict[str, Any] = {}
-        if inst.jobs is not None:
-            N, E = float(inst.jobs.n_jobs), float(inst.jobs.sizes.sum())
-        elif hasattr(sampler, "size_bounds"):
-            N, E, extra = sampler.size_bounds()
-        else:
-            N = p["n_jobs"] if p["n_jobs"] is not None else \
-                poisson_jobs(p["arrival_rate"], p["horizon"])
-            E = generator_entries(p, N)
+        N, E, extra = self._size_bounds()
+        inst = self.instance
         return breakdown(inst.n_instances, inst.horizon, N, E, **self._memory_kind(), **extra)
+
+    def _size_bounds(self) -> tuple[float, float, dict[str, Any]]:
+        """``(jobs, entries, extra)`` of :meth:`memory_parts`."""
+        inst, p, sampler = self.instance, self.params, self._sample_jobs
+        if inst.jobs is not None:
+            return float(inst.jobs.n_jobs), float(inst.jobs.sizes.sum()), {}
+        if hasattr(sampler, "size_bounds"):
+            return cast(tuple[float, float, dict[str, Any]], sampler.size_bounds())
+        N = p["n_jobs"] if p["n_jobs"] is not None else \
+            poisson_jobs(p["arrival_rate"], p["horizon"])
+        return float(N), generator_entries(p, N), {}
 
     def _memory_check(self) -> None:
         """Refuse, before any episode is drawn, a setting whose episodes would need more than
         ``memory_limit_mb`` (:meth:`memory_parts`)."""
         inst, p = self.instance, self.params
+        parts = self.memory_parts()
         refuse(f"n_instances={inst.n_instances}, horizon={inst.horizon}, n_jobs={p['n_jobs']}",
-               self.memory_parts(), self.memory_limit_mb,
-               "pass a larger memory_limit_mb= to allow it")
+               parts, self.memory_limit_mb, "pass a larger memory_limit_mb= to allow it")
+        N, E, _ = self._size_bounds()
+        #: an episode within these jobs and entries needs at most this many MB (a reset's
+        #: check is then the comparison)
+        self._within = (N, E, estimate_mb(parts))
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                                  dict[str, Any]]:

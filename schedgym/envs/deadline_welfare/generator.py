@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numba
 import numpy as np
 
 from schedgym.core import rng as rngs
@@ -236,6 +237,28 @@ class StreamValues:
         return StreamReader(self)
 
 
+@numba.njit(cache=True)
+def _gather(cap: np.ndarray, coef: np.ndarray, weight: np.ndarray, rows: np.ndarray,
+            units: np.ndarray, n_instances: int, horizon: int, coef_per_job: bool,
+            cap_hi: float, a_lo: float,
+            a_span: float, b_lo: float, b_span: float, out_cap: np.ndarray,
+            out_coef: np.ndarray, out_weight: np.ndarray) -> None:
+    """A chunk's values at its entries from its jobs' raw draws, as :func:`_gauss` and
+    :func:`_uniform` make them and rounded to float32 precision (:func:`f32`): capability
+    ``clip(cap[j R + r], 0.1, cap_hi)`` (normals already scaled), coefficient
+    ``coef[j U + u] * a_span + a_lo`` (``coef[j]`` per job), weight ``weight[j U + u] * b_span
+    + b_lo``, entry ``k`` at job offset ``j = rows[k]``, unit ``u = units[k] = r T + t``."""
+    R = n_instances
+    n_units = R * horizon
+    for k in range(units.size):
+        j, u = rows[k], units[k]
+        c = min(max(cap[j * R + u // horizon], GAUSS_FLOOR), cap_hi)
+        out_cap[k] = np.float64(np.float32(c))
+        a = coef[j] if coef_per_job else coef[j * n_units + u]
+        out_coef[k] = np.float64(np.float32(a * a_span + a_lo))
+        out_weight[k] = np.float64(np.float32(weight[j * n_units + u] * b_span + b_lo))
+
+
 class StreamReader:
     """Reads :class:`StreamValues` chunk by chunk in arrival order (a
     :class:`~.tables.ValueReader`): each chunk draws its jobs' blocks of the three streams (a
@@ -260,16 +283,15 @@ class StreamReader:
         k, R, T = n1 - n0, v.n_instances, v.horizon
         U = R * T
         mean, sd = v.capability
-        cap = self._cap.normal(mean, sd, k * R)[rows * R + units // T]
-        np.minimum(np.maximum(cap, GAUSS_FLOOR, out=cap), _gauss_hi(mean, sd), out=cap)
-        coef = self._coef.random(k if v.coef_per_job else k * U)
-        coef = coef[rows] if v.coef_per_job else coef[rows * U + units]
-        weight = self._weight.random(k * U)[rows * U + units]
-        for x, (lo, hi) in ((coef, v.coef_range), (weight, v.weight_range)):
-            x *= hi - lo  # _uniform's arithmetic, entry by entry
-            x += lo
+        m = units.size
+        out = np.empty(m), np.empty(m), np.empty(m)
+        (a_lo, a_hi), (b_lo, b_hi) = v.coef_range, v.weight_range
+        _gather(self._cap.normal(mean, sd, k * R),
+                self._coef.random(k if v.coef_per_job else k * U), self._weight.random(k * U),
+                rows, units, R, T, v.coef_per_job, _gauss_hi(mean, sd), a_lo, a_hi - a_lo, b_lo,
+                b_hi - b_lo, *out)
         self._pos = n1
-        return f32(cap), f32(coef), f32(weight)
+        return out
 
     def _skip(self, k: int) -> None:
         """Pass over the blocks of ``k`` jobs."""
