@@ -52,7 +52,7 @@ ENTITY_BYTES = 800
 JOB_BYTES = 96
 #: Bytes per (job, unit) entry of a chunk: unit, capability, coefficient, weight and the
 #: layout's temporaries.
-ENTRY_BYTES = 56
+ENTRY_BYTES = 64
 #: Bytes per mesh value drawn for a chunk (the raw draw of a stream and its gathers).
 DRAW_BYTES = 12
 #: Bytes per task of a trace scenario's sampler (time, duration, class).
