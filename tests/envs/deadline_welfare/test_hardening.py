@@ -1,4 +1,4 @@
-"""DeadlineWelfare-v0 hardening (issue 13): pickling, step before reset, every accepted setting
+"""DeadlineWelfare-v0 hardening: pickling, step before reset, every accepted setting
 runs, errors name the user's parameter, bools refused, explicit-instance conflicts refused, the
 memory estimate, max_episode_steps."""
 
@@ -131,7 +131,7 @@ def test_max_episode_steps_is_the_episode_length(kw, steps):
 @pytest.mark.parametrize("kw", [{}, {"n_jobs": None}])
 @pytest.mark.parametrize("rate", [1e10, 2.0**63, 1e300])
 def test_arrival_rate_above_its_maximum_is_refused_by_name(rate, kw):
-    """Issue 23: a huge ``arrival_rate`` ran ``reset`` for minutes (2**63: for ever)."""
+    """A huge ``arrival_rate`` used to run ``reset`` for minutes (2**63: for ever)."""
     with pytest.raises(ValueError, match=r"arrival_rate=.* is invalid: must be a finite number"
                                          r" in \(0\.0, 1000000000\.0\]"):
         gym.make(ENV_ID, arrival_rate=rate, **kw)
