@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
+from schedgym.agents.baselines.deadline_welfare import check_flat_observation
 from schedgym.core.validation import check_choice, check_float
 from schedgym.core.waterfill import waterfill_kernel
 from schedgym.envs.deadline_welfare.dynamics import (
@@ -212,25 +213,15 @@ def _tie_fill(code: int, P: np.ndarray, lo: float, hi: float, rho: float, iota: 
 @numba.njit(cache=True)
 def _unique_sorted(a: np.ndarray) -> np.ndarray:
     """``np.unique(a)`` of a float64 ``(k,)`` array without NaN or signed zeros: its distinct
-    values in ascending order ``(j,)``, by binary insertion. Not ``np.unique`` itself: numba's
-    version (quicksort, list building) adds much more to the first-use compile, and this gives
-    the same values for the few hundred entries of a job's units."""
+    values in ascending order ``(j,)``, from a merge sort (the one the baselines' water-filling
+    compiles too; numba's ``np.unique`` adds much more to the first-use compile), in
+    ``O(k log k)`` for the thousands of units of a job on a large mesh."""
     out = np.empty(a.size)
     k = 0
-    for v in a:
-        lo, hi = 0, k
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if out[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < k and out[lo] == v:
-            continue
-        for j in range(k, lo, -1):
-            out[j] = out[j - 1]
-        out[lo] = v
-        k += 1
+    for i in np.argsort(a, kind="mergesort"):
+        if k == 0 or a[i] != out[k - 1]:
+            out[k] = a[i]
+            k += 1
     return out[:k]
 
 
@@ -657,6 +648,7 @@ class OnSocMax(Agent):
 
     def __init__(self, env: Any, solver: str = "kkt", tol: float = 1e-12) -> None:
         super().__init__(env)
+        check_flat_observation(self)
         self.solver = check_choice("solver", solver, SOLVERS)
         self.tol = check_float("tol", tol, low=0.0, low_open=True, high=1e-3)
         self._pricing: dict[tuple[float, float], Pricing] = {}

@@ -177,7 +177,7 @@ def throughput(n: int) -> None:
     reset_us = 1e6 * (time.process_time() - t0) / k
     t0 = time.process_time()
     for s in range(k):
-        env._sample_jobs(s)
+        env.sample_jobs(s)
     sample_us = 1e6 * (time.process_time() - t0) / k
     t0 = time.process_time()
     for s in range(k):

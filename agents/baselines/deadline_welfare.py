@@ -63,8 +63,21 @@ def greedy_fill(code: int, coef: np.ndarray, b: np.ndarray, lim: np.ndarray, tot
     return x
 
 
+def check_flat_observation(agent: Agent) -> None:
+    """Refuse (one line) an env whose observation is not the flat ``Dict`` the classical agents
+    parse (:func:`~schedgym.envs.deadline_welfare.dynamics.observed_job`)."""
+    if "allowed" not in agent.observation_space.spaces:
+        raise ValueError(f"obs_mode={getattr(agent.env, 'obs_mode', None)!r} is invalid for "
+                         f"{type(agent).__name__}: it reads the flat observation; build the env "
+                         "with obs_mode='flat'")
+
+
 class _MeshBaseline(Agent):
     """Shared plumbing: parse the observation, decide on the job's units, encode the action."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        check_flat_observation(self)
 
     def decide(self, job: ObservedJob) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -126,16 +139,24 @@ class JSQ(_MeshBaseline):
         return waterfill(job.usage, job.usage + cap, np.ones_like(cap), job.workload)
 
 
-def simulate_slot_policy(inst: DeadlineWelfareInstance, jobs: Jobs, rule: str) -> np.ndarray:
+def simulate_slot_policy(inst: DeadlineWelfareInstance, jobs: Jobs, rule: str,
+                         memory_limit_mb: float = 2048.0) -> np.ndarray:
     """The slot-driven (node-centric) baselines of spec §5.3, run outside the env.
 
     For every slot ``t`` and instance ``r`` in order, the jobs whose window holds ``t``, that may
     use ``r`` and have workload left share the unit's capacity: ``rule="max-first"`` serves them
     by largest myopic welfare ``f(u) + β u / C`` with ``u = min(x̄, capacity left, workload
     left)``; ``rule="equal-share"`` water-fills the capacity over them. Returns ``X (N, R, T)``.
+    It reads the jobs' whole ``(N, R, T)`` arrays (33 bytes an entry with ``X``): refused in
+    one line above ``memory_limit_mb``.
     """
     check_choice("rule", rule, ("max-first", "equal-share"))
-    shape = jobs.mask.shape
+    shape = (jobs.n_jobs, jobs.n_instances, jobs.n_slots)
+    need = 33.0 * float(np.prod(shape)) / 2**20
+    if need > memory_limit_mb:
+        raise ValueError(f"simulate_slot_policy needs the jobs' whole {shape} arrays, about "
+                         f"{need:,.0f} MB: more than memory_limit_mb={memory_limit_mb:,.0f} "
+                         "(pass a larger memory_limit_mb= to allow it)")
     cap, coef, weight = (np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64),
                                                               shape))
                          for a in (jobs.capability, jobs.coef, jobs.weight))

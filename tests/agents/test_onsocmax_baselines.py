@@ -156,3 +156,37 @@ def test_slot_driven_variants_are_feasible(rule):
     assert dynamics.social_welfare(env.instance, env.jobs, X)[0] > 0
     with pytest.raises(ValueError, match="rule"):
         simulate_slot_policy(env.instance, env.jobs, "greedy")
+
+
+#: Every classical DeadlineWelfare agent and the action mode it plays in.
+CLASSICAL = [("onsocmax", "dispatch"), ("max-first", "dispatch"), ("equal-share", "dispatch"),
+             ("jsq", "dispatch"), ("myopic-welfare", "dispatch"), ("time-of-use", "dispatch"),
+             ("fixed-price", "pricing")]
+
+
+@pytest.mark.parametrize("name, mode", CLASSICAL)
+def test_every_agent_feasible_on_a_split_of_every_node(name, mode):
+    """The trace scenario with every node of the shipped sample, its test split: each step's
+    dispatch satisfies (4)-(7) given the usage before it, and the whole episode's does."""
+    env = gym.make(ENV_ID, scenario="alibaba-gpu-2023", n_instances="all", split="test",
+                   horizon=6, n_jobs=None, utility="log", action_mode=mode).unwrapped
+    agent = agents.make(name, env, **({"futures": 2} if name == "time-of-use" else {}))
+    obs, _ = env.reset(seed=2)
+    assert env.instance.n_instances == 1523 and env.jobs.n_jobs > 5
+    done = False
+    while not done:
+        n, usage = env.job_index, env.usage.copy()
+        obs, r, done, _, info = env.step(agent.predict(obs, deterministic=True)[0])
+        # the float32 action's rounding over thousands of units: the repair trims ~1e-6
+        assert np.isfinite(r) and info["repair_l1"] <= 1e-5 * (1.0 + env.jobs.workload[n])
+        assert dynamics.step_violation(env.instance, env.jobs, n, info["dispatch"], usage) \
+            <= 1e-7
+    assert dynamics.is_feasible(env.instance, env.jobs, env.dispatch)
+
+
+@pytest.mark.parametrize("name", [n for n, mode in CLASSICAL if mode == "dispatch"])
+def test_flat_agents_refuse_the_entity_observation_in_one_line(name):
+    env = gym.make(ENV_ID, obs_mode="entities")
+    with pytest.raises(ValueError, match=r"obs_mode='entities' is invalid for .*: it reads "
+                                         r"the flat observation"):
+        agents.make(name, env)

@@ -1,16 +1,21 @@
-"""DeadlineWelfare-v0 scenario 'alibaba-gpu-2023': real nodes, arrivals and locality."""
+"""DeadlineWelfare-v0 scenario 'alibaba-gpu-2023': real nodes, arrivals and locality; the
+train/test splits, time windows and every node of a trace."""
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import schedgym.envs.deadline_welfare.trace as dw_trace  # registers the scenario
 from schedgym.data import load_sample
-from schedgym.data.trace_mapping import class_allowed_nodes, task_classes
+from schedgym.data.alibaba import Trace
+from schedgym.data.trace_mapping import class_allowed_nodes, split_boundary, task_classes
 from schedgym.envs.deadline_welfare import ENV_ID as ID
 
 SC = "alibaba-gpu-2023"
@@ -105,3 +110,118 @@ def test_sampler_pickles_and_capacity_bounds_hold_for_every_node_sample():
         inst = _make(instance_seed=seed).instance
         lo, hi = inst.capacity_bounds
         assert lo <= inst.capacity.min() and inst.capacity.max() <= hi
+
+
+# ------------------------------------------------------------------ splits and every node
+_SPLIT_ENVS = {split: _make(split=split, n_jobs=None) for split in ("train", "test")}
+_BOUNDARY = split_boundary(load_sample())
+
+
+@settings(max_examples=60, deadline=None)
+@given(split=st.sampled_from(["train", "test"]), seed=st.integers(0, 2**63 - 2),
+       horizon=st.integers(1, 10**6))
+def test_splits_are_disjoint(split, seed, horizon):
+    """Any episode seed, any horizon that fits: an episode's window lies inside its split and
+    it never draws a task of the other split."""
+    sampler = _SPLIT_ENVS[split]._sample_jobs
+    w = sampler.window
+    T = 1 + horizon % w.n_slots  # every horizon that fits the split
+    start, idx = replace(sampler, params={**sampler.params, "horizon": T})._window(seed)
+    times = sampler.times[idx]
+    if split == "train":
+        assert start + T * w.slot_seconds <= _BOUNDARY and (times < _BOUNDARY).all()
+    else:
+        assert start >= _BOUNDARY and (times >= _BOUNDARY).all()
+    assert ((times >= start) & (times < start + T * w.slot_seconds)).all()
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_split_episodes_through_the_env(split):
+    """The env's episodes are the sampler's: its jobs' arrival slots are its window's tasks."""
+    env = _SPLIT_ENVS[split]
+    sampler, dt = env._sample_jobs, 3600.0
+    for seed in range(4):
+        env.reset(seed=seed)
+        start, idx = sampler._window(seed)
+        np.testing.assert_array_equal(env.jobs.arrival,
+                                      np.floor((sampler.times[idx] - start) / dt))
+        assert env.jobs.n_jobs == idx.size > 0
+
+
+def test_split_horizon_defaults_and_errors():
+    test = _SPLIT_ENVS["test"]
+    assert test.instance.horizon == 24 and test._sample_jobs.window.n_slots == 249
+    assert _make(split="test", horizon=249).instance.horizon == 249  # the whole split
+    with pytest.raises(ValueError, match=r"horizon=250 is invalid with split='test': the "
+                                         r"split has 249 slots"):
+        _make(split="test", horizon=250)
+    with pytest.raises(ValueError, match="exclude each other"):
+        _make(split="test", time_window=(0.0, 86400.0))
+    with pytest.raises(ValueError, match="split='valid' is invalid"):
+        _make(split="valid")
+
+
+def test_no_split_draws_are_unchanged():
+    """Without a split the window start is drawn as before the splits existed: uniform over
+    ``[0, n_slots - T]`` of the whole trace from stream ``trace_window``."""
+    from schedgym.core import rng as rngs
+
+    sampler = _make(n_jobs=None)._sample_jobs
+    t = sampler.times
+    n_start = max(1, int(np.floor((t.max() - t.min()) / 3600.0)) - 24 + 2)
+    for seed in (0, 3, 2**40):
+        start, _ = sampler._window(seed)
+        k = int(rngs.stream(seed, "trace_window").integers(0, n_start))
+        assert start == t.min() + 3600.0 * k
+
+
+def test_time_window_is_in_trace_seconds_inclusive():
+    env = _make(time_window=(86400.0, 4 * 86400.0 - 1.0), n_jobs=None)
+    w = env._sample_jobs.window
+    assert w.start == 86400.0 and w.n_slots == 72 and w.split is None
+    for seed in range(5):
+        start, idx = env._sample_jobs._window(seed)
+        assert (env._sample_jobs.times[idx] >= 86400.0).all()
+        assert (env._sample_jobs.times[idx] <= 4 * 86400.0 - 1.0).all()
+
+
+def _tiny_trace() -> Trace:
+    """5 nodes (two T4, one V100, two without GPUs) and 14 tasks over three days."""
+    hours = np.array([1, 2, 5, 9, 20, 26, 30, 33, 47, 50, 55, 60, 66, 70], float) * 3600.0
+    gpu = np.array([0, 1, 0.5, 0, 1, 1, 0, 2, 1, 0, 0.25, 1, 0, 1])
+    spec = ["", "", "T4", "", "V100", "", "", "T4", "", "", "", "V100", "", "T4"]
+    return Trace(node_cpu=[32.0, 32.0, 64.0, 16.0, 8.0], node_mem=[128.0, 128.0, 256.0, 64.0, 32.0],
+                 node_gpu=[2.0, 2.0, 8.0, 0.0, 0.0], node_model=["T4", "T4", "V100", "", ""],
+                 task_time=hours, task_cpu=np.full(14, 4.0), task_mem=np.full(14, 8.0),
+                 task_gpu=gpu, task_gpu_spec=spec, task_duration=np.full(14, 7200.0),
+                 source="hand-made")
+
+
+def test_every_node_of_a_hand_made_trace():
+    tr = _tiny_trace()
+    env = _make(trace=tr, n_instances="all", n_jobs=None, horizon=72)
+    assert env.instance.n_instances == 5 and env.params["n_instances"] == 5
+    env.reset(seed=0)
+    jobs, sampler = env.jobs, env._sample_jobs
+    assert jobs.n_jobs == 14  # one window of 72 h holds every task
+    nodes = sampler.class_nodes[sampler.task_class]  # in the sampled node order
+    tp = dw_trace.trace_problem({**env.params, **dw_trace.EXTRA, "trace": tr,
+                                 "n_instances": "all"}, 0)
+    assert sorted(tp.node_index.tolist()) == [0, 1, 2, 3, 4]
+    model = np.asarray(tr.node_model)[tp.node_index]
+    gpus = np.asarray(tr.node_gpu)[tp.node_index]
+    for n in range(14):
+        want = np.ones(5, bool) if tr.task_gpu[n] == 0 else gpus > 0
+        if tr.task_gpu_spec[n]:
+            want = want & (model == tr.task_gpu_spec[n])
+        np.testing.assert_array_equal(jobs.allowed[n], want)
+        np.testing.assert_array_equal(nodes[n], want)
+    # a split of the same trace: its boundary 70 % of its 69 h = 48.3 h after the first task
+    train = _make(trace=tr, n_instances="all", n_jobs=None, split="train")
+    assert train._sample_jobs.window.n_slots == 48 and train.instance.horizon == 24
+    test = _make(trace=tr, n_instances="all", n_jobs=None, split="test", horizon=21)
+    test.reset(seed=1)
+    start, idx = test._sample_jobs._window(1)
+    assert start == split_boundary(tr) and (tr.task_time[idx] >= start).all()
+    with pytest.raises(ValueError, match=r"n_instances=6 is invalid: .*\[1, 5\]"):
+        _make(trace=tr, n_instances=6)

@@ -153,6 +153,53 @@ def best_response(code: int, coef: np.ndarray, weight: np.ndarray, capacity: np.
     return _concave(int(code), a, gain, p, room, budget)
 
 
+def decode_job(mode: str, action: np.ndarray, code: int, v: float, units: np.ndarray,
+               capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+               capacity: np.ndarray, usage: np.ndarray, workload: float,
+               later: np.ndarray | None = None) -> np.ndarray:
+    """A learnable mode's action (validated, clipped to [-1, 1]) -> the job's feasible dispatch
+    on its entries ``(m,)``, workload units: its best response to the mode's unit prices.
+
+    ``units`` int ``(m,)`` are the job's flat units ``r * T + t`` and ``capability``, ``coef``,
+    ``weight`` its values there; ``capacity``, ``usage`` the mesh's flat ``C`` and ``ω``
+    ``(R T,)``; ``v`` the price scale; ``workload`` ρ_n; ``later`` the flat expected later
+    demand after the job's slot (``"demand_price"`` only). Modes: ``"pricing"`` (``(3,)``: base
+    price + congestion slope, served fraction), ``"unit_prices"`` (``(R T,)``: one price per
+    unit), ``"demand_price"`` (``(1,)``: a price per unit of later demand)."""
+    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[units]
+    use = np.asarray(usage, dtype=np.float64).reshape(-1)[units]
+    budget = workload
+    if mode == "pricing":
+        p0, p1, q = pricing_params(action, v)
+        price = p0 + p1 * use / cap
+        budget = q * workload
+    elif mode == "unit_prices":
+        price = v * np.maximum(np.asarray(action, dtype=np.float64).reshape(-1)[units], 0.0)
+    elif mode == "demand_price":
+        if later is None:
+            raise ValueError("mode='demand_price' needs later, the expected later demand")
+        lam = max(0.0, float(np.asarray(action, dtype=np.float64).reshape(-1)[0]))
+        price = lam * v * np.asarray(later, dtype=np.float64).reshape(-1)[units] / cap
+    else:
+        raise ValueError(f"mode={mode!r} is invalid: must be 'pricing', 'unit_prices' or "
+                         "'demand_price'")
+    room = np.maximum(0.0, np.minimum(capability, cap - use))
+    return best_response(code, coef, weight, cap, room, price, budget)
+
+
+def _dense(mode: str, action: np.ndarray, code: int, v: float, mask: np.ndarray,
+           capability: np.ndarray, coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
+           usage: np.ndarray, workload: float, later: np.ndarray | None = None) -> np.ndarray:
+    """:func:`decode_job` on a job given by whole-mesh ``(R, T)`` arrays; ``(R, T)`` result."""
+    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
+    x = decode_job(mode, action, code, v, idx, np.asarray(capability).reshape(-1)[idx],
+                   np.asarray(coef).reshape(-1)[idx], np.asarray(weight).reshape(-1)[idx],
+                   capacity, usage, workload, later)
+    out = np.zeros(np.asarray(mask).size)
+    out[idx] = x
+    return out.reshape(np.shape(mask))
+
+
 def decode_pricing(action: np.ndarray, code: int, v: float, mask: np.ndarray,
                    capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
                    capacity: np.ndarray, usage: np.ndarray, workload: float) -> np.ndarray:
@@ -161,14 +208,10 @@ def decode_pricing(action: np.ndarray, code: int, v: float, mask: np.ndarray,
 
     ``mask`` (bool), ``capability``, ``coef``, ``weight`` are the job's ``(R, T)`` arrays,
     ``capacity`` and ``usage`` the mesh's ``C`` and ``ω`` ``(R, T)``, ``v`` the price scale,
-    ``workload`` ρ_n.
+    ``workload`` ρ_n. (:func:`decode_job` is the same on the job's own units.)
     """
-    p0, p1, q = pricing_params(action, v)
-    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
-    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
-    use = np.asarray(usage, dtype=np.float64).reshape(-1)[idx]
-    return _respond(code, idx, p0 + p1 * use / cap, mask, capability, coef, weight, capacity,
-                    usage, q * workload)
+    return _dense("pricing", action, code, v, mask, capability, coef, weight, capacity, usage,
+                  workload)
 
 
 def decode_unit_prices(action: np.ndarray, code: int, v: float, mask: np.ndarray,
@@ -177,9 +220,8 @@ def decode_unit_prices(action: np.ndarray, code: int, v: float, mask: np.ndarray
     """A ``"unit_prices"`` action ``(R T,)`` (validated, clipped to [-1, 1]) -> the job's
     feasible dispatch ``(R, T)``: its best response to the prices ``v max(0, a_r)`` on its
     units, the whole workload ``workload`` offered. Arguments as :func:`decode_pricing`'s."""
-    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
-    price = v * np.maximum(np.asarray(action, dtype=np.float64).reshape(-1)[idx], 0.0)
-    return _respond(code, idx, price, mask, capability, coef, weight, capacity, usage, workload)
+    return _dense("unit_prices", action, code, v, mask, capability, coef, weight, capacity,
+                  usage, workload)
 
 
 def decode_demand_price(action: np.ndarray, code: int, v: float, mask: np.ndarray,
@@ -190,24 +232,5 @@ def decode_demand_price(action: np.ndarray, code: int, v: float, mask: np.ndarra
     feasible dispatch ``(R, T)``: its best response to the prices ``v max(0, a_0) D / C`` on
     its units, the whole workload offered; ``later`` ``(R, T)`` or ``(R T,)`` is ``D``, the
     expected later demand after the job's slot. Other arguments as :func:`decode_pricing`'s."""
-    idx = np.flatnonzero(np.asarray(mask).reshape(-1))
-    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
-    demand = np.asarray(later, dtype=np.float64).reshape(-1)[idx]
-    lam = max(0.0, float(np.asarray(action, dtype=np.float64).reshape(-1)[0]))
-    return _respond(code, idx, lam * v * demand / cap, mask, capability, coef, weight,
-                    capacity, usage, workload)
-
-
-def _respond(code: int, idx: np.ndarray, price: np.ndarray, mask: np.ndarray,
-             capability: np.ndarray, coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
-             usage: np.ndarray, budget: float) -> np.ndarray:
-    """The job's best response ``(R, T)`` to ``price`` on its units ``idx`` (flat indices),
-    with room ``max(0, min(x̄, C - ω))`` there and ``budget`` workload units in all."""
-    cap = np.asarray(capacity, dtype=np.float64).reshape(-1)[idx]
-    use = np.asarray(usage, dtype=np.float64).reshape(-1)[idx]
-    room = np.maximum(0.0, np.minimum(np.asarray(capability).reshape(-1)[idx], cap - use))
-    x = best_response(code, np.asarray(coef).reshape(-1)[idx],
-                      np.asarray(weight).reshape(-1)[idx], cap, room, price, budget)
-    out = np.zeros(np.asarray(mask).size)
-    out[idx] = x
-    return out.reshape(np.shape(mask))
+    return _dense("demand_price", action, code, v, mask, capability, coef, weight, capacity,
+                  usage, workload, later)

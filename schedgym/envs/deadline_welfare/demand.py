@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
 from schedgym.core import rng as rngs
@@ -24,23 +25,60 @@ FUTURES = 30
 
 
 def job_shares(jobs: Any) -> np.ndarray:
-    """``(N, R, T)``: each job's workload spread evenly over its allowed units (0 elsewhere)."""
+    """``(N, R, T)``: each job's workload spread evenly over its allowed units (0 elsewhere);
+    the whole-mesh form of what :func:`later_demand` adds up (for small instances and tests)."""
     m = jobs.mask
     per_unit = jobs.workload / np.maximum(m.sum(axis=(1, 2)), 1)
     return np.where(m, per_unit[:, None, None], 0.0)
+
+
+@numba.njit(cache=True)
+def _add_arrivals(arrival: np.ndarray, deadline: np.ndarray, allowed: np.ndarray,
+                  workload: np.ndarray, horizon: int, acc: np.ndarray) -> None:
+    """Add every job's workload share ``ρ_n / |ℛ_n|`` on each unit of ℛ_n to row ``s_n - 1``
+    of ``acc`` ``(T + 1, R T)`` (jobs arriving in slot 0 come after no slot: not counted)."""
+    R = allowed.shape[1]
+    for n in range(arrival.size):
+        s = arrival[n]
+        if s == 0:
+            continue
+        k = 0
+        for r in range(R):
+            k += allowed[n, r]
+        share = workload[n] / max(k * (deadline[n] - s + 1), 1)
+        for r in range(R):
+            if allowed[n, r]:
+                for t in range(s, deadline[n] + 1):
+                    acc[s - 1, r * horizon + t] += share
+
+
+@numba.njit(cache=True)
+def _later_rows(acc: np.ndarray, futures: int) -> None:
+    """``acc`` (row ``s``: the shares of the jobs arriving in slot ``s + 1``) -> row ``s``: the
+    shares of every job arriving after ``s`` (sum of rows ``>= s``), divided by ``futures``."""
+    T1, U = acc.shape
+    for s in range(T1 - 2, -1, -1):
+        for u in range(U):
+            acc[s, u] += acc[s + 1, u]
+    for s in range(T1):
+        for u in range(U):
+            acc[s, u] /= futures
 
 
 def later_demand(sample: Callable[[int], Any], n_units: int, horizon: int,
                  seeds: Sequence[int]) -> np.ndarray:
     """``(T + 1, R T)``: row ``s`` is the mean over the episodes ``sample(seed)`` (``seeds``)
     of the workload shares (:func:`job_shares`) of the jobs arriving after slot ``s``, in
-    workload units per mesh unit (unit ``r * T + t``)."""
+    workload units per mesh unit (unit ``r * T + t``). Each job's share is added once, on its
+    own units, to the row of its arrival slot, and the rows are then summed from the last: the
+    work is ``Σ_n |ℛ_n|`` per episode plus ``(T + 1) R T`` once, and no per-unit value of the
+    jobs is drawn (only their arrival, deadline, locality and workload)."""
     acc = np.zeros((horizon + 1, n_units))
     for seed in seeds:
         jobs = sample(int(seed))
-        for n, share in enumerate(job_shares(jobs)):
-            acc[: int(jobs.arrival[n])] += share.reshape(-1)
-    return acc / len(seeds)
+        _add_arrivals(jobs.arrival, jobs.deadline, jobs.allowed, jobs.workload, horizon, acc)
+    _later_rows(acc, len(seeds))
+    return acc
 
 
 def future_seeds(instance_seed: int, futures: int) -> list[int]:

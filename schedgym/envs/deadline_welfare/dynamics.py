@@ -13,6 +13,7 @@ Social welfare (spec §1.7, the objective of P1)::
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +21,11 @@ import numba
 import numpy as np
 
 from schedgym.core.pairwise import np_sum
+from schedgym.envs.deadline_welfare.tables import JobChunk
 from schedgym.envs.deadline_welfare.types import (
     FAMILY_CODES,
     DeadlineWelfareInstance,
     Jobs,
-    _limits_kernel,
-    mask_into,
 )
 
 LINEAR, LOG, SQRT = (FAMILY_CODES[k] for k in ("linear", "log", "sqrt"))
@@ -39,9 +39,8 @@ _ZERO: Any = np.int64(0)
 # ---------------------------------------------------------------- compiled scalar formulas
 # The one implementation of f, f' and f'' (and of the repair and the job's welfare below): the
 # numpy-facing functions, the env, the vector env, OnSocMax's solver and the baselines all call
-# these. numba's on-disk cache does not track callees in other modules: after editing a kernel
-# here, clear the ``__pycache__`` folders of its callers (agents/onsocmax.py,
-# agents/baselines/deadline_welfare.py, vector.py) or set NUMBA_CACHE_DIR to a fresh folder.
+# these. Editing one recompiles its callers in other modules too: the package stamps numba's
+# cache with every kernel source (``schedgym/_numba_cache.py``).
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -121,15 +120,15 @@ def utility_derivative(code: int, coef: np.ndarray, x: np.ndarray) -> np.ndarray
 
 
 @numba.njit(cache=True)
-def welfare_kernel(code: int, x: np.ndarray, mask: np.ndarray, coef: np.ndarray,
-                   weight: np.ndarray, capacity: np.ndarray) -> tuple[float, float]:
-    """``(Σ_{r in mask} f_r(x_r), Σ_{r in mask} β_r x_r / C_r)`` over flat unit arrays ``(U,)``."""
+def welfare_units(code: int, x: np.ndarray, units: np.ndarray, coef: np.ndarray,
+                  weight: np.ndarray, capacity: np.ndarray) -> tuple[float, float]:
+    """``(Σ_k f_k(x_k), Σ_k β_k x_k / C_{u_k})`` over a job's entries ``(m,)`` (``x``, ``coef``,
+    ``weight`` on its units ``units``; ``capacity`` the mesh's flat ``(U,)``), in entry order."""
     fj = 0.0
     fc = 0.0
-    for r in range(x.size):
-        if mask[r]:
-            fj += f_value(code, coef[r], x[r])
-            fc += weight[r] * x[r] / capacity[r]
+    for k in range(x.size):
+        fj += f_value(code, coef[k], x[k])
+        fc += weight[k] * x[k] / capacity[units[k]]
     return fj, fc
 
 
@@ -137,8 +136,10 @@ def job_welfare(inst: DeadlineWelfareInstance, jobs: Jobs, n: int,
                 x: np.ndarray) -> tuple[float, float]:
     """``(sum_r f_nr(x_r), sum_r beta_nr x_r / C_r)`` of job ``n`` given ``x`` (R, T); units
     outside ℛ_n count as zero."""
-    return welfare_kernel(inst.family_code, _flat(x), _flat(jobs.mask[n]),
-                          _flat(jobs.coef[n]), _flat(jobs.weight[n]), _flat(inst.capacity))
+    job = jobs.job(n)
+    xs = np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(-1)[job.units])
+    return welfare_units(inst.family_code, xs, job.units.copy(), job.coef.copy(),
+                         job.weight.copy(), _flat(inst.capacity))
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
@@ -151,12 +152,29 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1)
 
 
+def _entries(jobs: Jobs) -> Iterator[tuple[np.ndarray, JobChunk]]:
+    """Every chunk of ``jobs`` with the flat index ``n * U + u`` of each of its entries in the
+    ``(N, R, T)`` arrays."""
+    U = jobs.n_instances * jobs.n_slots
+    for c in jobs.rows:
+        rows = np.repeat(np.arange(c.first, c.stop), np.diff(c.ptr))
+        yield rows * U + c.units, c
+
+
 def social_welfare(inst: DeadlineWelfareInstance, jobs: Jobs,
                    X: np.ndarray) -> tuple[float, float, float]:
-    """``(SW, U_jobs, U_cluster)`` of an episode's dispatch ``X`` (N, R, T) (spec §1.7)."""
-    X = np.where(jobs.mask, np.asarray(X, dtype=np.float64), 0.0)
-    f = np.where(jobs.mask, utility(inst.family_code, jobs.coef, X), 0.0)
-    g = jobs.weight * X / inst.capacity[None]
+    """``(SW, U_jobs, U_cluster)`` of an episode's dispatch ``X`` (N, R, T) (spec §1.7); the
+    sums run over the whole ``(N, R, T)`` arrays (0 off the jobs' units), numpy's order."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape != (jobs.n_jobs, jobs.n_instances, jobs.n_slots):
+        raise ValueError(f"X has shape {X.shape}: must have shape "
+                         f"{(jobs.n_jobs, jobs.n_instances, jobs.n_slots)}")
+    f, g = np.zeros(X.shape), np.zeros(X.shape)
+    cap = _flat(inst.capacity)
+    for idx, c in _entries(jobs):
+        x = X.reshape(-1)[idx]
+        f.reshape(-1)[idx] = utility(inst.family_code, c.coef, x)
+        g.reshape(-1)[idx] = c.weight * x / cap[c.units]
     uj, uc = float(f.sum()), float(g.sum())
     return uj + uc, uj, uc
 
@@ -164,13 +182,15 @@ def social_welfare(inst: DeadlineWelfareInstance, jobs: Jobs,
 def feasibility_violation(inst: DeadlineWelfareInstance, jobs: Jobs, X: np.ndarray) -> float:
     """Largest violation of P1's constraints (4)-(7) by ``X`` (N, R, T); 0 when feasible."""
     X = np.asarray(X, dtype=np.float64)
-    if X.shape != jobs.mask.shape:
-        raise ValueError(f"X has shape {X.shape}: must have shape {jobs.mask.shape}")
+    if X.shape != (jobs.n_jobs, jobs.n_instances, jobs.n_slots):
+        raise ValueError(f"X has shape {X.shape}: must have shape "
+                         f"{(jobs.n_jobs, jobs.n_instances, jobs.n_slots)}")
     outside = float(np.max(np.abs(np.where(jobs.mask, 0.0, X)), initial=0.0))  # (5)
     cap4 = float(np.max(X.sum(axis=(1, 2)) - jobs.workload, initial=0.0))  # (4)
     cap6 = float(np.max(X.sum(axis=0) - inst.capacity, initial=0.0))  # (6)
-    box = max(float(np.max(-X, initial=0.0)),
-              float(np.max(np.where(jobs.mask, X - jobs.capability, 0.0), initial=0.0)))  # (7)
+    box = float(np.max(-X, initial=0.0))  # (7)
+    for idx, c in _entries(jobs):
+        box = max(box, float(np.max(X.reshape(-1)[idx] - c.capability, initial=0.0)))
     return max(outside, cap4, cap6, box, 0.0)
 
 
@@ -180,9 +200,30 @@ def is_feasible(inst: DeadlineWelfareInstance, jobs: Jobs, X: np.ndarray,
     return feasibility_violation(inst, jobs, X) <= tol
 
 
+def step_violation(inst: DeadlineWelfareInstance, jobs: Jobs, n: int, x: np.ndarray,
+                   usage: np.ndarray) -> float:
+    """Largest violation of (4)-(7) by job ``n``'s dispatch ``x`` (R, T) given the usage ω
+    (R, T) before it: what one step may break, in ``O(R T)`` (no ``(N, R, T)`` array); 0 when
+    feasible."""
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    job = jobs.job(n)
+    on = np.zeros(x.size, dtype=bool)
+    on[job.units] = True
+    xs = x[job.units]
+    return max(float(np.max(np.abs(x[~on]), initial=0.0)),  # (5)
+               float(xs.sum() - jobs.workload[n]),  # (4)
+               float(np.max(x + np.asarray(usage).reshape(-1) - _flat(inst.capacity),
+                            initial=0.0)),  # (6)
+               float(np.max(-x, initial=0.0)),
+               float(np.max(xs - job.capability, initial=0.0)), 0.0)  # (7)
+
+
 def unit_upper(jobs: Jobs, n: int) -> np.ndarray:
     """Upper end of the action map for job ``n``: ``x̄_nr`` on ℛ_n, 0 elsewhere; ``(R, T)``."""
-    return np.where(jobs.mask[n], jobs.capability[n], 0.0)
+    job = jobs.job(n)
+    out = np.zeros(jobs.n_instances * jobs.n_slots)
+    out[job.units] = job.capability
+    return out.reshape(jobs.n_instances, jobs.n_slots)
 
 
 @dataclass(frozen=True)
@@ -201,7 +242,7 @@ class Repair:
 @numba.njit(cache=True)
 def _repair_into(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
                  workload: float, y: np.ndarray) -> tuple[float, float]:
-    """The repair rule of :func:`repair` on flat ``(U,)`` arrays, written into ``y``; returns
+    """The repair rule of :func:`repair` on flat ``(m,)`` arrays, written into ``y``; returns
     ``(capacity_l1, workload_l1)``."""
     cap_l1 = 0.0
     total = 0.0
@@ -231,35 +272,53 @@ def repair_kernel(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray
 
 
 @numba.njit(cache=True)
-def apply_one(code: int, proposal: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
-              usage: np.ndarray, workload: float, mask: np.ndarray, coef: np.ndarray,
-              weight: np.ndarray, x: np.ndarray) -> tuple[float, float, float, float]:
-    """One job's step on flat ``(U,)`` arrays, as the env does it: repair ``proposal`` against
-    the remaining capacity ``capacity - usage``, write the dispatch into ``x``, add it to
-    ``usage`` (in place) and score it. Returns ``(capacity_l1, workload_l1, job utility,
-    cluster utility)``."""
-    U = capacity.size
-    rem = np.empty(U)
-    for r in range(U):
-        rem[r] = capacity[r] - usage[r]
-    cap_l1, wl_l1 = _repair_into(proposal, upper, rem, workload, x)
-    for r in range(U):
-        usage[r] += x[r]
-    fj, fc = welfare_kernel(code, x, mask, coef, weight, capacity)
+def apply_units(code: int, proposal: np.ndarray, units: np.ndarray, capability: np.ndarray,
+                coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, usage: np.ndarray,
+                workload: float, x: np.ndarray, xs: np.ndarray) -> tuple[float, float, float,
+                                                                          float]:
+    """One job's step on its entries ``(m,)`` (``proposal``, ``capability``, ``coef``,
+    ``weight`` on the units ``units``), as the env does it: repair ``proposal`` against the
+    remaining capacity ``capacity - usage`` (the mesh's flat ``(U,)``), write the dispatch into
+    ``xs`` ``(m,)`` and into the zeros of ``x`` ``(U,)``, add it to ``usage`` (in place) and
+    score it. The job's other units get nothing, so only its entries are visited: the sums are
+    those over the whole mesh (the other terms are exact zeros). Returns ``(capacity_l1,
+    workload_l1, job utility, cluster utility)``."""
+    m = units.size
+    rem = np.empty(m)
+    for k in range(m):
+        rem[k] = capacity[units[k]] - usage[units[k]]
+    cap_l1, wl_l1 = _repair_into(proposal, capability, rem, workload, xs)
+    for k in range(m):
+        x[units[k]] = xs[k]
+        usage[units[k]] += xs[k]
+    fj, fc = welfare_units(code, xs, units, coef, weight, capacity)
     return cap_l1, wl_l1, fj, fc
 
 
 @numba.njit(cache=True)
-def decode_dispatch(a: np.ndarray, upper: np.ndarray, proposal: np.ndarray) -> float:
-    """The ``"dispatch"`` mode's map of a finite action ``a`` ``(U,)``: ``proposal`` =
-    ``(clip(a, -1, 1) + 1) / 2 * upper``; returns the clip amount ``max |clip(a) - a|``. The one
+def decode_units(a: np.ndarray, units: np.ndarray, capability: np.ndarray,
+                 proposal: np.ndarray) -> float:
+    """The ``"dispatch"`` mode's map of a finite action ``a`` ``(U,)`` on a job's entries:
+    ``proposal`` ``(m,)`` = ``(clip(a_u, -1, 1) + 1) / 2 * x̄`` at its units (the map gives 0
+    elsewhere); returns the clip amount ``max |clip(a) - a|`` over the whole action. The one
     compiled copy of the decode, for the env's and the vector env's step."""
     clip = 0.0
-    for i in range(upper.size):
+    for i in range(a.size):
         c = min(max(a[i], -1.0), 1.0)
         clip = max(clip, abs(c - a[i]))
-        proposal[i] = (c + 1.0) * 0.5 * upper[i]
+    for k in range(units.size):
+        c = min(max(a[units[k]], -1.0), 1.0)
+        proposal[k] = (c + 1.0) * 0.5 * capability[k]
     return clip
+
+
+@numba.njit(cache=True)
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of ``a`` is finite."""
+    for i in range(a.size):
+        if not np.isfinite(a[i]):
+            return False
+    return True
 
 
 @numba.njit(cache=True)
@@ -277,67 +336,66 @@ def dispatch_stats(x: np.ndarray, usage: np.ndarray, capacity: np.ndarray,
 
 
 @numba.njit(cache=True)
-def step_one(code: int, decode: bool, a: np.ndarray, upper: np.ndarray, capacity: np.ndarray,
-             usage: np.ndarray, workload: float, mask: np.ndarray, coef: np.ndarray,
-             weight: np.ndarray, active: bool, x: np.ndarray, X: np.ndarray,
-             n: int) -> tuple[bool, float, float, float, float, float, float, int, float]:
-    """The single env's step of job ``n`` on flat ``(U,)`` arrays, in one call; ``upper``,
-    ``mask``, ``coef``, ``weight`` are the episode's ``(N, U)`` tables (row ``n`` is read only
-    for an ``active`` job, ``n < N``; else ``upper`` is 0). With ``decode``, ``a`` is the
-    raw dispatch action: refused (nothing changed, first result False) if an entry is not
-    finite, else clipped to [-1, 1] and mapped to ``(a + 1) / 2 * upper``; without, ``a`` is
-    the proposal. Then, for an ``active`` job, :func:`apply_one` (``x``, ``usage`` updated)
-    and ``X[n]`` = ``x`` (``X`` ``(N, R, T)``). Returns ``(ok, action clip, capacity_l1,
-    workload_l1, job utility, cluster utility, Σ x, units with x > 1e-9, mean usage /
-    capacity)``; the sums are numpy's (:func:`np_sum`)."""
-    U = capacity.size
+def step_job(code: int, decode: bool, a: np.ndarray, prop: np.ndarray, ptr: np.ndarray,
+             units: np.ndarray, capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+             j: int, capacity: np.ndarray, usage: np.ndarray, workload: float, active: bool,
+             x: np.ndarray, hist: np.ndarray,
+             h0: int) -> tuple[bool, float, float, float, float, float, float, int, float]:
+    """The single env's step of one job, in one call. The job is entry range ``[ptr[j],
+    ptr[j + 1])`` of its chunk (``units``, ``capability``, ``coef``, ``weight``), read only
+    for an ``active`` job (else the null job of an empty episode). With ``decode``, ``a`` is the
+    raw dispatch action ``(U,)``: refused (nothing changed, first result False) if an entry is
+    not finite, else mapped by :func:`decode_units`; without, ``prop`` is the job's proposal
+    on its entries. Then, for an ``active`` job, :func:`apply_units` (``x`` ``(U,)`` and
+    ``usage`` updated) and the job's dispatch on its entries into ``hist[h0:h0 + m]``.
+    Returns ``(ok, action clip, capacity_l1, workload_l1, job utility, cluster utility, Σ x,
+    units with x > 1e-9, mean usage / capacity)``; the sums are numpy's (:func:`np_sum`)."""
     clip = 0.0
-    up = upper[n] if active else np.zeros(U)
+    lo, hi = (ptr[j], ptr[j + 1]) if active else (0, 0)
     if decode:
-        for i in range(U):
-            if not np.isfinite(a[i]):
-                return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0
-        proposal = np.empty(U)
-        clip = decode_dispatch(a, up, proposal)
-    else:
-        proposal = a.astype(np.float64)
+        if not all_finite(a):
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0
+        prop = np.empty(hi - lo)
+        clip = decode_units(a, units[lo:hi], capability[lo:hi], prop)
     cap_l1 = wl_l1 = fj = fc = 0.0
     if active:
-        cap_l1, wl_l1, fj, fc = apply_one(code, proposal, up, capacity, usage, workload,
-                                          mask[n], coef[n], weight[n], x)
-        T = X.shape[2]
-        for i in range(U):
-            X[n, i // T, i % T] = x[i]
-    served, units, util = dispatch_stats(x, usage, capacity, np.empty(U))
-    return True, clip, cap_l1, wl_l1, fj, fc, served, units, util
+        cap_l1, wl_l1, fj, fc = apply_units(code, prop, units[lo:hi], capability[lo:hi],
+                                            coef[lo:hi], weight[lo:hi], capacity, usage,
+                                            workload, x, hist[h0:h0 + hi - lo])
+    served, count, util = dispatch_stats(x, usage, capacity, np.empty(capacity.size))
+    return True, clip, cap_l1, wl_l1, fj, fc, served, count, util
 
 
 @numba.njit(cache=True)
-def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.ndarray,
-             usage: np.ndarray, capacity: np.ndarray, capacity32: np.ndarray, iota: float,
-             v: float, features: np.ndarray, buf: np.ndarray) -> None:
+def obs_fill(n: int, N: int, scalars: np.ndarray, ptr: np.ndarray, units: np.ndarray,
+             capability: np.ndarray, coef: np.ndarray, weight: np.ndarray, j: int,
+             family: np.ndarray, usage: np.ndarray, capacity: np.ndarray,
+             capacity32: np.ndarray, iota: float, v: float, features: np.ndarray,
+             buf: np.ndarray) -> None:
     """The env's observation of job ``n`` of ``N`` into one float32 buffer, in the keys' order:
-    workload, window (``scalars[n]``), allowed, capability, utility_coef, cluster_weight
-    (``rows[n]``; zeros after the last job), utility_family, usage (``min(ω, C)``), capacity,
-    bounds ``(ι, v)``, progress ``min(1, n / max(N, 1))``, then ``features`` (the instance
-    features, possibly empty). Every value is rounded to float32 once, as the numpy version
-    did."""
+    workload, window (``scalars[n]``), allowed, capability, utility_coef, cluster_weight (the
+    job's entries ``[ptr[j], ptr[j + 1])`` of its chunk at their units, 0 elsewhere and after
+    the last job), utility_family, usage (``min(ω, C)``), capacity, bounds ``(ι, v)``, progress
+    ``min(1, n / max(N, 1))``, then ``features`` (the instance features, possibly empty). Every
+    value is rounded to float32 once."""
     U = capacity.size
     k = 3 + 4 * U
+    # element loops, not slice assignments: numba's array-to-slice copy brings a shape-check
+    # error path with string formatting that makes the kernel much slower to compile
+    for i in range(k):
+        buf[i] = 0.0
     if n < N:
         buf[0] = scalars[n, 0]
         buf[1] = scalars[n, 1]
         buf[2] = scalars[n, 2]
-        for j in range(4):
-            for u in range(U):
-                buf[3 + j * U + u] = rows[n, j, u]
-    else:
-        for i in range(k):
-            buf[i] = 0.0
-    # element loops, not slice assignments: numba's array-to-slice copy brings a shape-check
-    # error path with string formatting that makes the kernel much slower to compile
-    for j in range(family.size):
-        buf[k + j] = family[j]
+        for e in range(ptr[j], ptr[j + 1]):
+            u = units[e]
+            buf[3 + u] = 1.0
+            buf[3 + U + u] = capability[e]
+            buf[3 + 2 * U + u] = coef[e]
+            buf[3 + 3 * U + u] = weight[e]
+    for i in range(family.size):
+        buf[k + i] = family[i]
     k += family.size
     for u in range(U):
         buf[k + u] = min(usage[u], capacity[u])
@@ -346,61 +404,32 @@ def obs_fill(n: int, N: int, scalars: np.ndarray, rows: np.ndarray, family: np.n
     buf[k] = iota
     buf[k + 1] = v
     buf[k + 2] = min(1.0, n / max(N, 1))
-    for j in range(features.size):
-        buf[k + 3 + j] = features[j]
+    for i in range(features.size):
+        buf[k + 3 + i] = features[i]
 
 
 @numba.njit(cache=True)
-def episode_check(code: int, delta: float, arrival: np.ndarray, deadline: np.ndarray,
-                  allowed: np.ndarray, workload: np.ndarray, capability: np.ndarray,
-                  coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, mask: np.ndarray,
-                  limits: np.ndarray) -> tuple[float, float]:
-    """What every reset derives from its jobs (``(N, R, T)`` job arrays, any layout) before
-    it accepts them: ``mask`` bool ``(N, R, T)`` (ℛ_n, :func:`.types.mask_into`) and
-    ``limits`` ``(4,)`` the jobs' observed maxima (:func:`.types.observed_limits`). Returns
-    :func:`_bounds_kernel`'s ``(ι, v)`` candidates (``delta``: where v takes the marginal).
-    The native vector env needs only this; the single env's :func:`episode_setup` adds its
-    per-job tables."""
-    mask_into(arrival, deadline, allowed, mask)
-    lim = _limits_kernel(workload, arrival, deadline, allowed, capability, coef, weight)
-    for i in range(4):
-        limits[i] = lim[i]
-    return _bounds_kernel(code, mask, coef, capability, weight, capacity, delta)
+def scan_units(code: int, delta: float, units: np.ndarray, capability: np.ndarray,
+               coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
+               out: np.ndarray) -> None:
+    """What a reset derives from a chunk's entries before it accepts the jobs, as running
+    values in ``out`` ``(5,)`` (start: ``(inf, -inf, -inf, -inf, -inf)``): the bounds' candidates
+    ``min f'(x̄) + β/C`` and ``max f'(δ) + β/C`` (spec §1.8; ``delta``: where v takes the
+    marginal) and the maxima of capability, coef and weight (:func:`.types.observed_limits`).
+    ``capacity`` is the mesh's flat ``(U,)``."""
+    for k in range(units.size):
+        b = weight[k] / capacity[units[k]]
+        a = coef[k]
+        out[0] = min(out[0], f_prime(code, a, capability[k]) + b)
+        out[1] = max(out[1], f_prime(code, a, delta) + b)
+        out[2] = max(out[2], capability[k])
+        out[3] = max(out[3], a)
+        out[4] = max(out[4], weight[k])
 
 
-@numba.njit(cache=True)
-def episode_setup(code: int, delta: float, arrival: np.ndarray, deadline: np.ndarray,
-                  allowed: np.ndarray, workload: np.ndarray, capability: np.ndarray,
-                  coef: np.ndarray, weight: np.ndarray, capacity: np.ndarray, mask: np.ndarray,
-                  upper: np.ndarray, obs: np.ndarray, scalars: np.ndarray,
-                  limits: np.ndarray) -> tuple[float, float]:
-    """Everything an episode's reset derives from its jobs (``(N, R, T)`` job arrays, any
-    layout), in one compiled call: ``mask`` bool ``(N, R, T)`` (ℛ_n, :func:`.types.mask_into`);
-    ``upper`` float64 ``(N, U)`` = x̄ on ℛ_n, 0 off it (the action map's upper end); the float32
-    observation rows ``obs`` ``(N, 4, U)`` (allowed, capability, coef, weight; 0 off ℛ_n) and
-    ``scalars`` ``(N, 3)`` (ρ_n, s_n, e_n); ``limits`` ``(4,)`` the jobs' observed maxima
-    (:func:`.types.observed_limits`). Returns :func:`_bounds_kernel`'s ``(ι, v)`` candidates
-    (``delta``: where v takes the marginal)."""
-    N, R, T = mask.shape
-    bounds = episode_check(code, delta, arrival, deadline, allowed, workload, capability, coef,
-                           weight, capacity, mask, limits)
-    for n in range(N):
-        scalars[n, 0] = workload[n]
-        scalars[n, 1] = arrival[n]
-        scalars[n, 2] = deadline[n]
-        for r in range(R):
-            for t in range(T):
-                u = r * T + t
-                if mask[n, r, t]:
-                    upper[n, u] = capability[n, r, t]
-                    obs[n, 0, u] = 1.0
-                    obs[n, 1, u] = capability[n, r, t]
-                    obs[n, 2, u] = coef[n, r, t]
-                    obs[n, 3, u] = weight[n, r, t]
-                else:
-                    upper[n, u] = 0.0
-                    obs[n, 0, u] = obs[n, 1, u] = obs[n, 2, u] = obs[n, 3, u] = 0.0
-    return bounds
+def scan_start() -> np.ndarray:
+    """The start of :func:`scan_units`' running values."""
+    return np.array([math.inf, -math.inf, -math.inf, -math.inf, -math.inf])
 
 
 def repair(proposal: np.ndarray, upper: np.ndarray, remaining: np.ndarray,
@@ -430,40 +459,28 @@ def marginal_bounds(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[float, f
         assert inst.prior_bounds is not None
         return inst.prior_bounds
     delta = inst.sqrt_v_floor if inst.family_code == SQRT else 0.0
-    return bounds_from(inst, *_bounds_kernel(inst.family_code, jobs.mask, jobs.coef,
-                                             jobs.capability, jobs.weight, inst.capacity,
-                                             float(delta)))
+    out = scan_start()
+    cap = _flat(inst.capacity)
+    for c in jobs.rows:
+        scan_units(inst.family_code, float(delta), c.units, c.capability, c.coef, c.weight,
+                   cap, out)
+    return bounds_from(inst, *scan_bounds(out))
+
+
+def scan_bounds(out: np.ndarray) -> tuple[float, float]:
+    """:func:`scan_units`' bound candidates ``(ι, v)``; ``(nan, nan)`` without any job unit."""
+    return (math.nan, math.nan) if out[0] == math.inf else (float(out[0]), float(out[1]))
 
 
 def bounds_from(inst: DeadlineWelfareInstance, iota: float, v: float) -> tuple[float, float]:
-    """:func:`marginal_bounds` from :func:`_bounds_kernel`'s candidates ``(ι, v)``: the prior in
-    prior mode, ``(1, 1)`` without any job unit (``nan``), else ``(ι, max(v, ι))``."""
+    """:func:`marginal_bounds` from the candidates ``(ι, v)`` (:func:`scan_bounds`): the prior
+    in prior mode, ``(1, 1)`` without any job unit (``nan``), else ``(ι, max(v, ι))``."""
     if inst.bound_mode == "prior":
         assert inst.prior_bounds is not None
         return inst.prior_bounds
     if math.isnan(iota):  # no job unit
         return 1.0, 1.0
     return iota, max(v, iota)
-
-
-@numba.njit(cache=True)
-def _bounds_kernel(code: int, mask: np.ndarray, coef: np.ndarray, capability: np.ndarray,
-                   weight: np.ndarray, capacity: np.ndarray, delta: float) -> tuple[float, float]:
-    """``(min f'(x̄) + β/C, max f'(δ) + β/C)`` over the job units ``mask`` (``(N, R, T)``
-    arrays); ``(nan, nan)`` without any."""
-    lo, hi = math.inf, -math.inf
-    N, R, T = mask.shape
-    for n in range(N):
-        for r in range(R):
-            for t in range(T):
-                if mask[n, r, t]:
-                    b = weight[n, r, t] / capacity[r, t]
-                    a = coef[n, r, t]
-                    lo = min(lo, f_prime(code, a, capability[n, r, t]) + b)
-                    hi = max(hi, f_prime(code, a, delta) + b)
-    if lo == math.inf:
-        return math.nan, math.nan
-    return lo, hi
 
 
 @dataclass(frozen=True)

@@ -94,13 +94,15 @@ class EntityEncoder:
         capacity_max: ``C_max``, the upper end of the capacity box.
         v_max: the upper end of the ``bounds`` box.
         sqrt_floor: ``δ_v`` for the sqrt family (where its marginal is taken), else ``None``.
-        later: ``(T + 1, R T)``, row ``s`` the expected later demand after slot ``s`` per
-            unit's capacity (``D / C``, :meth:`DeadlineWelfareEnv.expected_later_demand`).
+        later: ``(T + 1, R T)``, row ``s`` the expected later demand ``D`` after slot ``s``
+            (:meth:`DeadlineWelfareEnv.expected_later_demand`; kept, not copied).
+        capacity: ``(R T,)``, the units' capacities ``C`` (the feature is ``D / C / 2``, one
+            row at a time).
     """
 
     def __init__(self, n_instances: int, horizon: int, limits: tuple[float, ...],
                  capacity_max: float, v_max: float, sqrt_floor: float | None,
-                 later: np.ndarray) -> None:
+                 later: np.ndarray, capacity: np.ndarray) -> None:
         self.n_entities = n_instances * horizon
         self.horizon = horizon
         self._span = float(max(horizon - 1, 1))
@@ -109,7 +111,8 @@ class EntityEncoder:
         self._slope = 1.0 if sqrt_floor is None else 1.0 / (2.0 * np.sqrt(sqrt_floor))
         #: slot ``t`` of every unit ``r * T + t``
         self._slot = np.tile(np.arange(horizon, dtype=np.float64), n_instances)
-        self._later = np.asarray(later, dtype=np.float64) / LATER_SCALE
+        self._later = np.asarray(later, dtype=np.float64)
+        self._capacity = np.asarray(capacity, dtype=np.float64).reshape(-1)
         if self._later.shape != (horizon + 1, self.n_entities):
             raise ValueError(f"later has shape {self._later.shape}: must be "
                              f"({horizon + 1}, {self.n_entities})")
@@ -142,7 +145,7 @@ class EntityEncoder:
         span = self._span
         has_job = rho > 0
         arrival = np.clip(np.rint(start[:, 0]), 0, self.horizon).astype(np.int64)
-        later = self._later[arrival] * has_job
+        later = self._later[arrival] / self._capacity / LATER_SCALE * has_job
         feats = np.stack([
             allowed,
             coef / coef_max,

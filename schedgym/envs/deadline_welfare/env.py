@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -31,25 +32,26 @@ from schedgym.core.validation import (
     check_seed,
 )
 from schedgym.envs.deadline_welfare import dynamics, entities, viewer
-from schedgym.envs.deadline_welfare.actions import (
-    ACTION_MODES,
-    PRICING_DIM,
-    decode_demand_price,
-    decode_pricing,
-    decode_unit_prices,
-)
+from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_job
 from schedgym.envs.deadline_welfare.demand import FUTURES, future_seeds, later_demand
 from schedgym.envs.deadline_welfare.generator import (
     LIMIT_PARAMS,
     MEMORY_LIMIT_MB,
     SCENARIOS,
-    estimate_memory_mb,
     generate,
     job_limits,
     job_sampler,
     validate_params,
 )
+from schedgym.envs.deadline_welfare.memory import (
+    breakdown,
+    estimate_mb,
+    generator_entries,
+    poisson_jobs,
+    refuse,
+)
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
+from schedgym.envs.deadline_welfare.tables import JobChunk, JobRows, JobUnits
 from schedgym.envs.deadline_welfare.types import (
     ARRIVAL_RATE_MAX,
     FAMILIES,
@@ -62,6 +64,24 @@ from schedgym.envs.deadline_welfare.viewer import RenderState
 
 #: The observation space type (a Dict of float32 boxes).
 ObsSpace = spaces.Space[dict[str, np.ndarray]]
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeScan:
+    """What :meth:`DeadlineWelfareEnv.scan_jobs` read from an episode's jobs: their chunk
+    cursor (:class:`~.tables.JobRows`, at its last chunk) and their bounds ``(ι, v)``."""
+
+    rows: JobRows
+    bounds: tuple[float, float]
+
+
+def job_scalars(jobs: Jobs) -> np.ndarray:
+    """float32 ``(N, 3)``: every job's observation scalars ``(ρ_n, s_n, e_n)``."""
+    out = np.empty((jobs.n_jobs, 3), dtype=np.float32)
+    out[:, 0] = jobs.workload
+    out[:, 1] = jobs.arrival
+    out[:, 2] = jobs.deadline
+    return out
 
 
 class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
@@ -180,12 +200,18 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     ``gym.make("schedgym/DeadlineWelfare-v0", scenario="paper-default", instance_seed=0,
     instance=None, render_mode=None, action_mode="dispatch", instance_features=False,
     memory_limit_mb=2048, obs_mode="flat", **overrides)``. Scenarios: ``paper-default``,
-    ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven,
-    ``docs/trace-scenarios.md``). An explicit
+    ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven, with ``split``,
+    ``time_window`` and ``n_instances="all"``; ``docs/trace-scenarios.md``). An explicit
     ``instance`` (a :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the
-    generator; overrides that it would ignore or contradict raise. Settings whose episodes would
-    need more than ``memory_limit_mb`` MB (estimate: 64 bytes per job and unit) raise at
-    construction. Overrides (:class:`~.types.DeadlineWelfareParams`, paper §V-A defaults):
+    generator; overrides that it would ignore or contradict raise.
+
+    Memory: a job's per-unit values are held on its own units ℛ_n only, built chunk by chunk
+    in arrival order (:mod:`.tables`), so an episode needs ``O(R T + N + Σ_n |ℛ_n|)`` bytes,
+    never jobs x mesh units. Settings whose episodes would need more than ``memory_limit_mb``
+    MB (:mod:`.memory`: every table, the entity observation's and the expected-later-demand
+    table included) raise at construction, and an episode that does at its reset, in one
+    line naming the largest table. Overrides (:class:`~.types.DeadlineWelfareParams`, paper
+    §V-A defaults):
 
     ===================================  ==========  ==============================================
     parameter (paper symbol)             default     meaning
@@ -216,6 +242,10 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     ## Version History
     - v0: initial version (OnSocMax mesh, dispatch and pricing action modes, instance features).
+      Later additions kept every v0 trajectory bit for bit (the per-job tables hold the same
+      values, built on each job's units; the trace scenario's draws without a split are
+      unchanged), except that :meth:`expected_later_demand` is summed in another order (its
+      entries move by at most 1e-15 relative), which the ``demand_price`` mode's prices read.
 
     ## Example
     >>> import gymnasium as gym, schedgym
@@ -253,7 +283,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self.instance_features: bool = check_bool("instance_features", instance_features)
         self.memory_limit_mb = check_float("memory_limit_mb", memory_limit_mb, low=0.0,
                                            low_open=True)
-        _check_memory(scenario, overrides, instance, self.memory_limit_mb)
+        _check_sizes(scenario, overrides, instance, self.memory_limit_mb, obs_mode,
+                     action_mode)
         instance, params, sampler, source = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             DeadlineWelfareInstance, generate)
@@ -275,29 +306,41 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
                                                                         instance.n_units)
         self.action_space = unit_box(self._act_dim)
         self._later_demand: dict[int, np.ndarray] = {}
-        #: The flat observation's space (laid out by :meth:`_obs_layout`, read by the vector env).
-        self._flat_space = self._observation_space()
-        self._entities = self._entity_encoder() if obs_mode == "entities" else None
-        self.observation_space = cast(ObsSpace, self._flat_space if self._entities is None
-                                      else self._entities.space)
+        #: The flat observation's space (laid out by :meth:`_obs_layout`); with
+        #: ``obs_mode="entities"`` the observation space is the entity encoder's.
+        self.flat_space: spaces.Dict = self._observation_space()
+        self._memory_check()
+        #: The ``obs_mode="entities"`` encoder (``None`` in the flat mode).
+        self.entity_encoder: entities.EntityEncoder | None = (
+            self._entity_encoder() if obs_mode == "entities" else None)
+        self.observation_space = cast(ObsSpace, self.flat_space if self.entity_encoder is None
+                                      else self.entity_encoder.space)
         self.metadata = {**type(self).metadata,
                          "entity_action": entities.entity_action(self.action_mode)}
         self.entity_feature_names = entities.ENTITY_FEATURE_NAMES
         self.context_feature_names = entities.CONTEXT_FEATURE_NAMES
         self._n_units, self._family_code = instance.n_units, instance.family_code
-        self._family = np.zeros(len(FAMILIES), dtype=np.float32)
-        self._family[instance.family_code] = 1.0
-        self._capacity32 = instance.capacity.reshape(-1).astype(np.float32)
+        #: float32 ``(3,)``: the one-hot utility family of the observation.
+        self.family_onehot = np.zeros(len(FAMILIES), dtype=np.float32)
+        self.family_onehot[instance.family_code] = 1.0
+        #: float32 ``(R T,)``: the mesh's capacities as the observation shows them.
+        self.capacity32 = instance.capacity.reshape(-1).astype(np.float32)
         self._capacity_flat = np.ascontiguousarray(instance.capacity.reshape(-1),
                                                    dtype=np.float64)
         self._obs_layout()
+        self._no_prop = np.zeros(0)
+        self._no_action = np.zeros(0, dtype=np.float32)
         self.episode_seed: int | None = None
         self._jobs: Jobs | None = None
         self._n = 0
         self._N = 0
         self._usage = np.zeros((instance.n_instances, instance.horizon))
         self._usage_flat = self._usage.reshape(-1)
-        self._X = np.zeros((0, instance.n_instances, instance.horizon))
+        self._set_history(np.zeros(1, dtype=np.int64))
+        self._rows: JobRows | None = None
+        self._set_chunk(None)
+        self._scalars = np.zeros((0, 3), dtype=np.float32)
+        self._rho = np.zeros(0)
         self._totals = [0.0] * 4  # job utility, cluster utility, served workload, workload
         self._bounds = (1.0, 1.0)
         self._alpha = 2.0
@@ -336,7 +379,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             inst.n_instances, inst.horizon, self._limits, inst.capacity_bounds[1],
             self._v_limit(self._limits),
             inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else None,
-            self.expected_later_demand() / inst.capacity.reshape(1, -1))
+            self.expected_later_demand(), inst.capacity.reshape(-1))
 
     def _v_limit(self, lim: tuple[float, float, float, float]) -> float:
         """Upper end of the ``bounds`` box: the largest ``v`` jobs within ``lim`` can give on
@@ -380,35 +423,92 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
 
     @property
     def dispatch(self) -> np.ndarray:
-        """``X`` ``(N, R, T)``: the applied dispatch of every job so far (0 for later jobs)."""
-        return readonly_view(self._X)
+        """``X`` ``(N, R, T)``: the applied dispatch of every job so far (0 for later jobs),
+        built from the episode's history when read: ``N R T`` float64, refused in one line
+        above ``memory_limit_mb`` (:meth:`job_dispatch` reads one job)."""
+        jobs = self.jobs
+        N, R, T = jobs.n_jobs, jobs.n_instances, jobs.n_slots
+        need = 8.0 * N * R * T / 2**20
+        if need > self.memory_limit_mb:
+            raise ValueError(f"dispatch needs an ({N}, {R}, {T}) array of {need:,.0f} MB: more "
+                             f"than memory_limit_mb={self.memory_limit_mb:,.0f} (read "
+                             "job_dispatch(n) job by job)")
+        X = np.zeros((N, R * T))
+        for n in range(N):
+            X[n, jobs.job(n).units] = self._hist[self._hist_ptr[n]:self._hist_ptr[n + 1]]
+        X.setflags(write=False)
+        return X.reshape(N, R, T)
+
+    def job_dispatch(self, n: int) -> np.ndarray:
+        """``(R, T)``: the applied dispatch of job ``n`` (0 before its step), read-only."""
+        jobs = self.jobs
+        n = check_int("n", n, min_value=0, max_value=max(jobs.n_jobs - 1, 0))
+        x = np.zeros(jobs.n_instances * jobs.n_slots)
+        if jobs.n_jobs:
+            x[jobs.job(n).units] = self._hist[self._hist_ptr[n]:self._hist_ptr[n + 1]]
+        x.setflags(write=False)
+        return x.reshape(jobs.n_instances, jobs.n_slots)
 
     @property
     def bounds(self) -> tuple[float, float]:
         """``(ι, v)`` of the episode."""
         return self._bounds
 
+    def _job(self, n: int) -> JobUnits:
+        """Job ``n``'s values on its units, from the episode's cursor (``n < N``)."""
+        if not self._c_first <= n < self._c_stop:
+            self._set_chunk(self.rows.chunk(n))
+        return self._chunk.job(n)
+
+    @property
+    def rows(self) -> JobRows:
+        """The episode's cursor over its jobs' chunks (:class:`~.tables.JobRows`)."""
+        if self._rows is None:
+            self._rows = JobRows(self.jobs)
+        return self._rows
+
+    def _set_chunk(self, chunk: JobChunk | None) -> None:
+        """Make ``chunk`` the one the kernels read (``None``: an empty one)."""
+        if chunk is None:
+            e = np.zeros(0)
+            chunk = JobChunk(0, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), e, e, e)
+        self._chunk = chunk
+        self._c_first, self._c_stop = chunk.first, chunk.stop
+
+    def _set_history(self, ptr: np.ndarray) -> None:
+        """An empty dispatch history for jobs of entry offsets ``ptr`` ``(N + 1,)``."""
+        self._hist_ptr = ptr
+        self._hist = np.zeros(int(ptr[-1]))
+
     def _upper(self) -> np.ndarray:
-        jobs = self.jobs
-        if self._n >= jobs.n_jobs:
-            return np.zeros((self.instance.n_instances, self.instance.horizon))
-        return dynamics.unit_upper(jobs, self._n)
+        R, T = self.instance.n_instances, self.instance.horizon
+        out = np.zeros(R * T)
+        if self._n < self.jobs.n_jobs:
+            job = self._job(self._n)
+            out[job.units] = job.capability
+        return out.reshape(R, T)
+
+    def job_proposal(self, a: np.ndarray) -> np.ndarray:
+        """An action of a learnable mode, validated and clipped to [-1, 1] -> the current
+        job's proposal on its units ``(m,)``, workload units (:func:`.actions.decode_job`;
+        the native vector env decodes every copy's action with it)."""
+        n = self._n
+        job = self._job(n)
+        later = self.expected_later_demand()[self.jobs.arrival[n]] \
+            if self.action_mode == "demand_price" else None
+        return decode_job(self.action_mode, a, self.instance.family_code, self._bounds[1],
+                          job.units, job.capability, job.coef, job.weight, self._capacity_flat,
+                          self._usage_flat, float(self.jobs.workload[n]), later)
 
     def _decode(self, a: np.ndarray) -> np.ndarray:
         """Validated, clipped action -> proposed dispatch ``(R, T)`` of the current job."""
         upper = self._upper()
         if self.action_mode == "dispatch":
             return decode_unit(a.reshape(self.instance.n_instances, -1), upper)
-        jobs, n = self.jobs, self._n
-        if n >= jobs.n_jobs:
-            return np.zeros_like(upper)
-        args = (a, self.instance.family_code, self._bounds[1], jobs.mask[n], jobs.capability[n],
-                jobs.coef[n], jobs.weight[n], self.instance.capacity, self._usage,
-                float(jobs.workload[n]))
-        if self.action_mode == "demand_price":
-            return decode_demand_price(*args, self.expected_later_demand()[jobs.arrival[n]])
-        decode = decode_pricing if self.action_mode == "pricing" else decode_unit_prices
-        return decode(*args)
+        out = np.zeros(upper.size)
+        if self._n < self.jobs.n_jobs:
+            out[self._job(self._n).units] = self.job_proposal(a)
+        return out.reshape(upper.shape)
 
     def decode_action(self, action: np.ndarray) -> np.ndarray:
         """Action in [-1, 1] (``(R*T,)`` in the ``"dispatch"`` and ``"unit_prices"`` modes,
@@ -436,20 +536,25 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     # ---------------------------------------------------------------- obs
     def _obs(self) -> dict[str, np.ndarray]:
         """The observation of the current job (documented in the class docstring), filled by
-        one compiled call (:func:`.dynamics.obs_fill`) from the episode's float32 tables built
-        at ``reset`` (:meth:`_episode_tables`) into one fresh float32 buffer; every key is a
-        view of its own part of that buffer (nothing is shared with the env or other steps)."""
+        one compiled call (:func:`.dynamics.obs_fill`) from the job's values on its units into
+        one fresh float32 buffer; every key is a view of its own part of that buffer (nothing
+        is shared with the env or other steps)."""
+        n = self._n
+        if n < self._N and not self._c_first <= n < self._c_stop:
+            self._set_chunk(self.rows.chunk(n))
+        c = self._chunk
         buf = np.empty(self._obs_size, dtype=np.float32)
-        dynamics.obs_fill(self._n, self._N, self._ep_scalars, self._ep_obs, self._family,
-                          self._usage_flat, self._capacity_flat, self._capacity32,
-                          self._bounds[0], self._bounds[1], self._features, buf)
+        dynamics.obs_fill(n, self._N, self._scalars, c.ptr, c.units, c.capability, c.coef,
+                          c.weight, n - self._c_first, self.family_onehot, self._usage_flat,
+                          self._capacity_flat, self.capacity32, self._bounds[0],
+                          self._bounds[1], self._features, buf)
         obs = {key: buf[lo:hi] for key, lo, hi in self._obs_slices}
-        return obs if self._entities is None else self._entities.encode(obs)
+        return obs if self.entity_encoder is None else self.entity_encoder.encode(obs)
 
     def _obs_layout(self) -> None:
         """Where every observation key lies in :meth:`_obs`'s buffer (:func:`.dynamics.obs_fill`'s
         order, also the order of the returned dict's keys)."""
-        space = self._flat_space.spaces
+        space = self.flat_space.spaces
         order = ("workload", "window", "allowed", "capability", "utility_coef",
                  "cluster_weight", "utility_family", "usage", "capacity", "bounds", "progress",
                  "instance")
@@ -462,37 +567,6 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         self._obs_size = k
         self._features = (self.instance_feature_vector() if self.instance_features
                           else np.zeros(0, dtype=np.float32))
-
-    def _episode_tables(self, jobs: Jobs) -> tuple[float, ...]:
-        """Per-episode tables so that a step only indexes rows, from one compiled pass
-        (:func:`.dynamics.episode_setup`): float64 ``(N, U)`` upper end of the action map (x̄ on
-        ℛ_n, 0 off it), coef and weight, bool ``(N, U)`` mask, the float32 observation rows
-        ``(N, 4, U)`` (allowed, capability, coef, weight, 0 off ℛ_n) and ``(N, 3)`` (ρ_n, s_n,
-        e_n), and the bounds (ι, v). Fills ``jobs.mask`` if not yet computed. Returns the jobs'
-        observed ``(workload, capability, coef, weight)`` maxima; the env's state is unchanged
-        until :meth:`_check_limits` accepts them."""
-        inst = self.instance
-        N, R, T = jobs.n_jobs, inst.n_instances, inst.horizon
-        U = R * T
-        mask = np.empty((N, R, T), dtype=bool)
-        upper = np.empty((N, U))
-        tab = np.empty((N, 4, U), dtype=np.float32)
-        sc = np.empty((N, 3), dtype=np.float32)
-        lim = np.empty(4)
-        delta = inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0
-        iota, v = dynamics.episode_setup(
-            inst.family_code, float(delta), jobs.arrival, jobs.deadline, jobs.allowed,
-            jobs.workload, jobs.capability, jobs.coef, jobs.weight, inst.capacity, mask, upper,
-            tab, sc, lim)
-        if "mask" not in jobs.__dict__:  # the cached property, computed by the same kernel
-            mask.setflags(write=False)
-            jobs.__dict__["mask"] = mask
-        # writable copies (the jobs' arrays are read-only): the step kernels then see the
-        # array types the vector env passes, and numba compiles them once
-        self._ep_next = (np.array(jobs.mask.reshape(N, U)), np.array(jobs.coef.reshape(N, U)),
-                         np.array(jobs.weight.reshape(N, U)), upper, tab, sc,
-                         dynamics.bounds_from(inst, iota, v))
-        return tuple(lim.tolist())
 
     def instance_feature_vector(self) -> np.ndarray:
         """float32 ``(R + 2,)``: every instance's capacity ``C_r`` (slot 0), then the mean and
@@ -509,21 +583,22 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         ``episode_seed``)."""
         super().reset(seed=seed)
         episode_seed = resolve_episode_seed(seed, self.np_random)
-        jobs = self._sample_jobs(episode_seed)
-        self._check_jobs(jobs)
+        jobs = self.draw_jobs(episode_seed)
+        scan = self.scan_jobs(jobs)
         inst = self.instance
         self.episode_seed = episode_seed
-        self._jobs = jobs
-        (self._ep_mask, self._ep_coef, self._ep_weight, self._ep_upper, self._ep_obs,
-         self._ep_scalars, self._bounds) = self._ep_next
-        self._ep_scalars_rho = jobs.workload
+        self._jobs, self._rows = jobs, scan.rows
+        self._set_chunk(scan.rows.chunk(0) if jobs.n_jobs else None)
+        self._bounds = scan.bounds
+        self._scalars = job_scalars(jobs)
+        self._rho = jobs.workload
         self._needs_reset = False
         self._n = 0
         self._N = jobs.n_jobs
         self._slots = jobs.arrival.tolist()
         self._usage = np.zeros((inst.n_instances, inst.horizon))
         self._usage_flat = self._usage.reshape(-1)
-        self._X = np.zeros((jobs.n_jobs, inst.n_instances, inst.horizon))
+        self._set_history(np.concatenate([[0], np.cumsum(jobs.sizes)]).astype(np.int64))
         self._totals = [0.0] * 4
         self._alpha = alpha_hat(self._bounds[1] / self._bounds[0])
         info = {"n_jobs": jobs.n_jobs, "iota": self._bounds[0], "v": self._bounds[1],
@@ -543,10 +618,17 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """``(T + 1, R T)`` float64, read-only: row ``s`` is the workload that jobs arriving
         after slot ``s`` are expected to want on each mesh unit ``r * T + t`` (workload units),
         estimated from ``futures`` synthetic episodes of this scenario's job distribution
-        (:mod:`.demand`; never from the episode being played). Computed once per ``futures``."""
+        (:mod:`.demand`; never from the episode being played). Computed once per ``futures``;
+        refused in one line when the table alone exceeds ``memory_limit_mb``."""
         futures = check_int("futures", futures, min_value=1, max_value=10_000)
         if futures not in self._later_demand:
             inst = self.instance
+            need = 8.0 * (inst.horizon + 1) * inst.n_units / 2**20
+            if need > self.memory_limit_mb:
+                raise ValueError(
+                    f"the expected-later-demand table ({inst.horizon + 1} x {inst.n_units}) "
+                    f"needs {need:,.0f} MB: more than memory_limit_mb="
+                    f"{self.memory_limit_mb:,.0f} (pass a larger memory_limit_mb= to allow it)")
             table = later_demand(self._sample_jobs, inst.n_units, inst.horizon,
                                  future_seeds(self.instance_seed, futures))
             table.setflags(write=False)
@@ -554,70 +636,139 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         return self._later_demand[futures]
 
     def show_state(self, jobs: Jobs | None, n: int, usage: np.ndarray,
-                   totals: Sequence[float], bounds: tuple[float, float], alpha: float) -> None:
+                   totals: Sequence[float], bounds: tuple[float, float], alpha: float,
+                   rows: JobRows | None = None) -> None:
         """Take another copy's episode state, as far as :meth:`decode_action` and
-        :meth:`render` read it: its jobs, the index ``n`` of the job about to be dispatched,
-        the mesh usage ``(R, T)`` (kept, not copied), the running totals (job utility,
-        cluster utility, served workload, workload), ``(iota, v)`` and ``alpha_hat``. The
-        native vector env keeps every copy's episode in batch arrays and shows one at a time
-        to a single env, so that decoding and drawing are written once. Stepping afterwards
-        is not supported: reset first."""
+        :meth:`render` read it: its jobs (``rows``: their cursor, else the jobs' own), the
+        index ``n`` of the job about to be dispatched, the mesh usage ``(R, T)`` (kept, not
+        copied), the running totals (job utility, cluster utility, served workload, workload),
+        ``(iota, v)`` and ``alpha_hat``. The native vector env keeps every copy's episode in
+        batch arrays and shows one at a time to a single env, so that decoding and drawing are
+        written once. Stepping afterwards is not supported: reset first."""
         inst = self.instance
         if usage.shape != (inst.n_instances, inst.horizon):
             raise ValueError(f"usage has shape {usage.shape}: must be "
                              f"({inst.n_instances}, {inst.horizon})")
         self._jobs, self._n, self._usage = jobs, int(n), usage
+        self._usage_flat = usage.reshape(-1)
+        self._rows = rows if rows is not None or jobs is None else jobs.rows
+        self._set_chunk(None)
         self._totals = list(totals)
         self._bounds, self._alpha = (float(bounds[0]), float(bounds[1])), float(alpha)
         self._needs_reset = True
 
-    def _check_jobs(self, jobs: Jobs) -> None:
-        """Refuse jobs of another mesh or beyond the observation boxes (only a user's own job
-        sampler can give them; the error names the parameter that sets the box); builds the
-        episode's tables (:meth:`_episode_tables`) on the way."""
-        self._check_mesh(jobs)
-        self._check_limits(self._episode_tables(jobs))
-
-    def _check_mesh(self, jobs: Jobs) -> None:
-        """Refuse jobs drawn for another mesh than the instance's ``(R, T)``."""
+    # ------------------------------------------------- the native vector env's interface
+    # DeadlineWelfareVectorEnv builds its batch on these and on flat_space, entity_encoder,
+    # capacity32, family_onehot, memory_parts, show_state and job_proposal: each copy's
+    # episode is drawn, checked and decoded by the single env's own code.
+    def draw_jobs(self, episode_seed: int) -> Jobs:
+        """The scenario's jobs for ``episode_seed``, refused (one line) if they were drawn for
+        another mesh than the instance's ``(R, T)`` (only a user's own sampler can do that)."""
+        jobs = self._sample_jobs(episode_seed)
         inst = self.instance
-        if jobs.allowed.shape[1] != inst.n_instances or jobs.n_slots != inst.horizon:
-            raise ValueError(f"the job sampler gave jobs for {jobs.allowed.shape[1]} instances x "
+        if jobs.n_instances != inst.n_instances or jobs.n_slots != inst.horizon:
+            raise ValueError(f"the job sampler gave jobs for {jobs.n_instances} instances x "
                              f"{jobs.n_slots} slots: the instance has {inst.n_instances} x "
                              f"{inst.horizon}")
+        return jobs
 
-    def _check_limits(self, seen: Sequence[float]) -> None:
-        """Refuse jobs whose observed ``(workload, capability, coef, weight)`` maxima ``seen``
-        exceed the observation boxes (the error names the parameter that sets the box)."""
+    def scan_jobs(self, jobs: Jobs, copies: int = 1) -> EpisodeScan:
+        """Read every chunk of ``jobs`` once (:func:`.dynamics.scan_units`): their bounds
+        (ι, v) and observed maxima. Refuses (one line; nothing changed) jobs beyond the
+        observation boxes (only a user's own sampler can give them; the error names the
+        parameter that sets the box) and an episode whose tables (:mod:`.memory`, ``copies``
+        episodes at once) exceed ``memory_limit_mb``."""
+        self._check_episode_memory(jobs, copies)
+        rows = JobRows(jobs)
+        inst = self.instance
+        out = dynamics.scan_start()
+        delta = float(inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0)
+        for chunk in rows:
+            dynamics.scan_units(inst.family_code, delta, chunk.units, chunk.capability,
+                                chunk.coef, chunk.weight, self._capacity_flat, out)
+        seen = [float(np.max(jobs.workload)) if jobs.n_jobs else 0.0] + \
+            [float(v) if v > -np.inf else 0.0 for v in out[2:]]
         names = ("workload", "capability", "coef", "weight")
         for name, got, lim, param in zip(names, seen, self._limits, self._limit_names,
                                          strict=True):
             if float(np.float32(got)) > float(np.float32(lim)):
                 raise ValueError(f"the episode's jobs have {name} up to {got!r}: must be <= "
                                  f"{lim!r}, the observation box's upper end set by {param}")
+        return EpisodeScan(rows, dynamics.bounds_from(inst, *dynamics.scan_bounds(out)))
+
+    def _check_episode_memory(self, jobs: Jobs, copies: int) -> None:
+        inst = self.instance
+        N, E, need = self._within
+        if jobs.n_jobs <= N and jobs.sizes.sum() <= E and copies * need <= self.memory_limit_mb:
+            return  # within what the construction's check counted
+        parts = breakdown(inst.n_instances, inst.horizon, jobs.n_jobs, float(jobs.sizes.sum()),
+                          **self._memory_kind())
+        parts = {k: copies * v for k, v in parts.items()}
+        refuse(f"the episode's {jobs.n_jobs} jobs on {inst.n_instances} x {inst.horizon} units"
+               + (f" ({copies} copies)" if copies > 1 else ""), parts, self.memory_limit_mb,
+               "pass a larger memory_limit_mb= to allow it")
+
+    def _memory_kind(self) -> dict[str, bool]:
+        return {"entities": self.obs_mode == "entities",
+                "later": self.obs_mode == "entities" or self.action_mode == "demand_price"}
+
+    def memory_parts(self) -> dict[str, float]:
+        """Bytes of each table of one of this env's episodes (:func:`.memory.breakdown`), from
+        the scenario's size bounds: the jobs an episode can hold (``n_jobs``, or the Poisson
+        count's upper end, or the trace's busiest window) and their expected units."""
+        N, E, extra = self._size_bounds()
+        inst = self.instance
+        return breakdown(inst.n_instances, inst.horizon, N, E, **self._memory_kind(), **extra)
+
+    def _size_bounds(self) -> tuple[float, float, dict[str, Any]]:
+        """``(jobs, entries, extra)`` of :meth:`memory_parts`."""
+        inst, p, sampler = self.instance, self.params, self._sample_jobs
+        if inst.jobs is not None:
+            return float(inst.jobs.n_jobs), float(inst.jobs.sizes.sum()), {}
+        if hasattr(sampler, "size_bounds"):
+            return cast(tuple[float, float, dict[str, Any]], sampler.size_bounds())
+        N = p["n_jobs"] if p["n_jobs"] is not None else \
+            poisson_jobs(p["arrival_rate"], p["horizon"])
+        return float(N), generator_entries(p, N), {}
+
+    def _memory_check(self) -> None:
+        """Refuse, before any episode is drawn, a setting whose episodes would need more than
+        ``memory_limit_mb`` (:meth:`memory_parts`)."""
+        inst, p = self.instance, self.params
+        parts = self.memory_parts()
+        refuse(f"n_instances={inst.n_instances}, horizon={inst.horizon}, n_jobs={p['n_jobs']}",
+               parts, self.memory_limit_mb, "pass a larger memory_limit_mb= to allow it")
+        N, E, _ = self._size_bounds()
+        #: an episode within these jobs and entries needs at most this many MB (a reset's
+        #: check is then the comparison)
+        self._within = (N, E, estimate_mb(parts))
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                                  dict[str, Any]]:
         """Dispatch the current job (see the class docstring); returns the next observation,
         the job's welfare, ``terminated`` after the last job, ``truncated=False`` and ``info``.
         The action check, decoding, repair, usage update, welfare and the info's sums are one
-        compiled call (:func:`.dynamics.step_one`)."""
+        compiled call (:func:`.dynamics.step_job`)."""
         self._check_reset()
         n, N = self._n, self._N
         if n >= max(N, 1):
             raise RuntimeError("step() called after the episode ended: call reset() first")
         active = n < N  # else the null job of an empty episode
-        rho = float(self._ep_scalars_rho[n]) if active else 0.0
+        if active and not self._c_first <= n < self._c_stop:
+            self._set_chunk(self.rows.chunk(n))
+        rho = float(self._rho[n]) if active else 0.0
         x = np.zeros(self._n_units)
         if self.action_mode == "dispatch":
-            a, decode, clip = self._raw_action(action), True, 0.0
+            a, prop, decode, clip = self._raw_action(action), self._no_prop, True, 0.0
         else:
-            a, clip = self._checked_action(action)
-            a = self._decode(a).reshape(-1) if active else np.zeros_like(x)
-            decode = False
-        ok, dclip, cap_l1, wl_l1, fj, fc, served, units, util = dynamics.step_one(
-            self._family_code, decode, a, self._ep_upper, self._capacity_flat, self._usage_flat,
-            rho, self._ep_mask, self._ep_coef, self._ep_weight, active, x, self._X, n)
+            checked, clip = self._checked_action(action)
+            a, decode = self._no_action, False
+            prop = self.job_proposal(checked) if active else self._no_prop
+        c = self._chunk
+        ok, dclip, cap_l1, wl_l1, fj, fc, served, units, util = dynamics.step_job(
+            self._family_code, decode, a, prop, c.ptr, c.units, c.capability, c.coef, c.weight,
+            n - self._c_first, self._capacity_flat, self._usage_flat, rho, active, x,
+            self._hist, self._hist_ptr[n] if active else 0)
         if not ok:
             validate_action(action, self._act_dim)  # raises, naming the entry
         clip = dclip if decode else clip
@@ -693,7 +844,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             welfare_jobs=float(tot[0]), welfare_cluster=float(tot[1]),
             served_fraction=float(tot[2] / tot[3]) if tot[3] > 0 else 0.0,
             utilization=self._usage / self.instance.capacity,
-            current=jobs.mask[self._n] if self._n < jobs.n_jobs else None)
+            current=jobs.unit_mask(self._n) if self._n < jobs.n_jobs else None)
 
 
 #: Parameters an explicit ``instance`` fixes (an override must agree with it).
@@ -718,25 +869,30 @@ def _check_explicit(instance: DeadlineWelfareInstance, overrides: dict[str, Any]
                              "fixed jobs; drop the override")
 
 
-def _check_memory(scenario: str, overrides: dict[str, Any],
-                  instance: DeadlineWelfareInstance | None, limit_mb: float) -> None:
-    """Refuse settings whose episodes would need more than ``limit_mb`` MB, before anything
-    is allocated (sizes are validated first, so a bad size is named as such)."""
-    _, p = SCENARIOS.resolve(scenario, overrides)
+def _check_sizes(scenario: str, overrides: dict[str, Any],
+                 instance: DeadlineWelfareInstance | None, limit_mb: float, obs_mode: str,
+                 action_mode: str) -> None:
+    """Refuse, before anything is built, sizes whose mesh tables alone would need more than
+    ``limit_mb`` MB (:mod:`.memory`; sizes are validated first, so a bad size is named as
+    such). The full check, with the jobs, follows once the scenario is built (a trace
+    scenario's sizes are known only then)."""
+    sc, p = SCENARIOS.resolve(scenario, overrides)
     if instance is not None:
         R, T = instance.n_instances, instance.horizon
-        n_jobs = instance.jobs.n_jobs if instance.jobs is not None else p["n_jobs"]
+    elif sc.builder is not None:
+        return
     else:
+        if p["n_instances"] == "all":
+            raise ValueError(f"n_instances='all' is invalid for scenario={scenario!r}: every "
+                             "node of a trace needs scenario='alibaba-gpu-2023' (give an "
+                             "integer >= 1 here)")
         R = check_int("n_instances", p["n_instances"], min_value=1)
         T = check_int("horizon", p["horizon"], min_value=1)
-        n_jobs = p["n_jobs"]
-    if n_jobs is not None:
-        n_jobs = check_int("n_jobs", n_jobs, min_value=1 if instance is None else 0)
-    rate = check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True,
-                       high=ARRIVAL_RATE_MAX)
-    need = estimate_memory_mb(R, T, n_jobs, rate)
-    if need > limit_mb:
-        raise ValueError(
-            f"n_instances={R}, horizon={T}, n_jobs={n_jobs} need about {need:,.0f} MB per "
-            f"episode: more than memory_limit_mb={limit_mb:,.0f} (pass a larger "
-            "memory_limit_mb= to allow it)")
+    if p["n_jobs"] is not None and instance is None:
+        check_int("n_jobs", p["n_jobs"], min_value=1)
+    check_float("arrival_rate", p["arrival_rate"], low=0.0, low_open=True,
+                high=ARRIVAL_RATE_MAX)
+    later = obs_mode == "entities" or action_mode == "demand_price"
+    parts = breakdown(R, T, 0, 0, entities=obs_mode == "entities", later=later)
+    refuse(f"n_instances={R}, horizon={T}", parts, limit_mb,
+           "pass a larger memory_limit_mb= to allow it")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from schedgym.envs.deadline_welfare import dynamics
+from schedgym.envs.deadline_welfare.tables import JobChunk, JobRows
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
 
 
@@ -38,38 +39,84 @@ class OfflineSolution:
     rounds: int
 
 
-def _problem(inst: DeadlineWelfareInstance, jobs: Jobs):
+#: Most variables (job, unit) of a linear P1 (one HiGHS LP, its sparse matrix and the dense
+#: ``(N, R, T)`` solution): a day of every node of the Alibaba sample (1.0 M variables) took
+#: 7 s and 1.3 GB on the development machine.
+MAX_LP_VARIABLES = 1_500_000
+#: Most constraint rows (jobs + units used) of a log/sqrt P1: the interior-point method solves
+#: a dense ``rows x rows`` Newton system every iteration (5,056 rows: 28 iterations, 34 s).
+MAX_BARRIER_ROWS = 6_000
+
+
+class P1TooLarge(ValueError):
+    """P1 of an episode is beyond what :func:`solve_p1` computes (the message says the size
+    and the largest it takes); ``schedgym compare`` reports the ceiling as not computed."""
+
+
+def p1_size(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[int, int]:
+    """``(variables, rows)`` of P1: ``Σ_n |ℛ_n|`` and jobs + distinct units the jobs may use
+    (at most ``N + R T``), without building anything of that size."""
+    variables = int(jobs.sizes.sum())
+    return variables, jobs.n_jobs + min(inst.n_units, variables)
+
+
+def check_p1_size(inst: DeadlineWelfareInstance, jobs: Jobs) -> None:
+    """Raise :class:`P1TooLarge` (one line) when P1 is beyond :data:`MAX_LP_VARIABLES`
+    (linear) or :data:`MAX_BARRIER_ROWS` (log, sqrt), or its dense ``(N, R, T)`` solution
+    beyond :data:`MAX_LP_VARIABLES` x 8 entries."""
+    variables, rows = p1_size(inst, jobs)
+    dense = jobs.n_jobs * inst.n_units
+    linear = inst.family_code == dynamics.LINEAR
+    if variables > MAX_LP_VARIABLES or dense > 8 * MAX_LP_VARIABLES or \
+            (not linear and rows > MAX_BARRIER_ROWS):
+        limit = (f"{MAX_LP_VARIABLES:,} variables and {8 * MAX_LP_VARIABLES:,} (job, mesh "
+                 "unit) pairs" if linear else f"{MAX_BARRIER_ROWS:,} rows (a dense Newton "
+                 f"system) and {MAX_LP_VARIABLES:,} variables")
+        raise P1TooLarge(
+            f"OPT (P1) of this episode is not computed at this size: {jobs.n_jobs:,} jobs x "
+            f"{inst.n_units:,} units, {variables:,} variables, {rows:,} rows; the "
+            f"{inst.utility} solver takes at most {limit}")
+
+
+def _problem(inst: DeadlineWelfareInstance, jobs: Jobs, table: JobChunk):
     from scipy import sparse
 
-    idx = np.argwhere(jobs.mask)  # (v, 3): n, r, t
+    n = np.repeat(np.arange(jobs.n_jobs), np.diff(table.ptr))  # every job's entries, in order
+    unit = table.units
+    T = inst.horizon
+    idx = np.stack([n, unit // T, unit % T], axis=1)  # (v, 3): n, r, t
     v = idx.shape[0]
-    n, r, t = idx[:, 0], idx[:, 1], idx[:, 2]
-    unit = r * inst.horizon + t
     used, unit_row = np.unique(unit, return_inverse=True)
     rows = np.concatenate([n, jobs.n_jobs + unit_row])
     A = sparse.csr_matrix((np.ones(2 * v), (rows, np.concatenate([np.arange(v)] * 2))),
                           shape=(jobs.n_jobs + used.size, v))
     b = np.concatenate([jobs.workload, inst.capacity.reshape(-1)[used]])
-    ub = jobs.capability[n, r, t]
-    coef = jobs.coef[n, r, t]
-    lin = jobs.weight[n, r, t] / inst.capacity[r, t]
+    ub = np.array(table.capability)
+    coef = np.array(table.coef)
+    lin = table.weight / inst.capacity.reshape(-1)[unit]
     return idx, A, b, ub, coef, lin
 
 
 def _scatter(jobs: Jobs, idx: np.ndarray, x: np.ndarray) -> np.ndarray:
-    X = np.zeros(jobs.mask.shape)
+    X = np.zeros((jobs.n_jobs, jobs.n_instances, jobs.n_slots))
     X[idx[:, 0], idx[:, 1], idx[:, 2]] = x
     return X
 
 
-def solve_p1(inst: DeadlineWelfareInstance, jobs: Jobs, rtol: float = 1e-9) -> OfflineSolution:
-    """Solve P1 for ``jobs`` on ``inst`` (see the module docstring)."""
+def solve_p1(inst: DeadlineWelfareInstance, jobs: Jobs, rtol: float = 1e-9,
+             table: JobChunk | None = None) -> OfflineSolution:
+    """Solve P1 for ``jobs`` on ``inst`` (see the module docstring); ``table``: the jobs' values
+    on their units (:meth:`.tables.JobRows.table`, built here if not given). Raises
+    :class:`P1TooLarge` beyond the solvers' sizes (:func:`check_p1_size`)."""
     from scipy.optimize import linprog
 
-    idx, A, b, ub, coef, lin = _problem(inst, jobs)
+    check_p1_size(inst, jobs)
+    idx, A, b, ub, coef, lin = _problem(inst, jobs, JobRows(jobs).table() if table is None
+                                        else table)
     v = ub.size
     if v == 0:
-        return OfflineSolution(np.zeros(jobs.mask.shape), 0.0, 0.0, 0)
+        return OfflineSolution(np.zeros((jobs.n_jobs, jobs.n_instances, jobs.n_slots)), 0.0,
+                               0.0, 0)
     code = inst.family_code
     if code == dynamics.LINEAR:
         res = linprog(-(coef + lin), A_ub=A, b_ub=b, bounds=np.stack([np.zeros(v), ub], 1),
@@ -158,11 +205,12 @@ def _barrier(inst, jobs, idx, A, b, ub, coef, lin, rtol: float) -> OfflineSoluti
 _CACHE: OrderedDict[bytes, OfflineSolution] = OrderedDict()
 
 
-def _key(inst: DeadlineWelfareInstance, jobs: Jobs) -> bytes:
+def _key(inst: DeadlineWelfareInstance, jobs: Jobs, table: JobChunk) -> bytes:
     import hashlib
 
     h = hashlib.sha1()
-    for a in (inst.capacity, jobs.mask, jobs.workload, jobs.capability, jobs.coef, jobs.weight):
+    for a in (inst.capacity, jobs.arrival, jobs.deadline, jobs.allowed, jobs.workload,
+              table.units, table.capability, table.coef, table.weight):
         h.update(np.ascontiguousarray(a).tobytes())
     h.update(inst.utility.encode())
     return h.digest()
@@ -171,9 +219,11 @@ def _key(inst: DeadlineWelfareInstance, jobs: Jobs) -> bytes:
 def cached_p1(inst: DeadlineWelfareInstance, jobs: Jobs) -> OfflineSolution:
     """:func:`solve_p1` with a small cache keyed on the instance and jobs' content, so comparing
     several agents on the same (instance, seed) solves P1 once."""
-    k = _key(inst, jobs)
+    check_p1_size(inst, jobs)
+    table = JobRows(jobs).table()
+    k = _key(inst, jobs, table)
     if k not in _CACHE:
-        _CACHE[k] = solve_p1(inst, jobs)
+        _CACHE[k] = solve_p1(inst, jobs, table=table)
         while len(_CACHE) > 64:
             _CACHE.popitem(last=False)
     return _CACHE[k]
@@ -182,6 +232,7 @@ def cached_p1(inst: DeadlineWelfareInstance, jobs: Jobs) -> OfflineSolution:
 def episode_benchmarks(env: Any) -> dict[str, float]:
     """``{"optimum": OPT}`` of the episode's jobs (only needs ``reset``); ``schedgym compare``
     reports ``optimum - welfare`` and ``optimum / welfare`` (the empirical competitive ratio,
-    to set beside ``alpha_hat``)."""
+    to set beside ``alpha_hat``). Raises :class:`P1TooLarge` (one line) beyond the solvers'
+    sizes."""
     env = getattr(env, "unwrapped", env)
     return {"optimum": cached_p1(env.instance, env.jobs).value}

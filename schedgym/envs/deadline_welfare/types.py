@@ -26,13 +26,20 @@ from typing import Any, Protocol
 import numba
 import numpy as np
 
-from schedgym.core.arrays import readonly
+from schedgym.core.arrays import readonly, readonly_view
 from schedgym.core.validation import (
     check_array,
     check_choice,
     check_float,
     check_int,
     check_range,
+)
+from schedgym.envs.deadline_welfare.tables import (
+    DenseValues,
+    JobRows,
+    JobUnits,
+    UnitValues,
+    job_sizes,
 )
 
 #: Job-utility families (paper §III-B). The paper's "poly" is ``a sqrt(x)`` (here: ``sqrt``).
@@ -72,7 +79,6 @@ def _per_unit(name: str, value: Any, shape: tuple[int, int, int], low: float,
     return a
 
 
-@dataclass(frozen=True, eq=False)
 class Jobs:
     """One episode's jobs, in arrival order (read-only numpy arrays; ``N`` jobs, ``R`` instances,
     ``T`` slots).
@@ -82,59 +88,72 @@ class Jobs:
         deadline: int ``(N,)``, last usable slot ``e_n >= s_n`` (= floor(d_n/τ) clipped to T-1).
         workload: float ``(N,)``, ``ρ_n > 0``: most workload the job may receive in total.
         allowed: bool ``(N, R)``, service locality 𝒦_n (instances the job may use).
-        capability: float ``(N, R, T)``, ``x̄_nr > 0``: most workload unit ``r`` can process
-            for job n (job-specific per-unit capability, constraint (7)).
-        coef: float ``(N, R, T)``, utility coefficient ``a_nr > 0`` of ``f_nr``.
-        weight: float ``(N, R, T)``, cluster-utility weight ``β_nr >= 0``.
+        values: where the per-unit values come from (:class:`~.tables.UnitValues`): the arrays
+            given to the constructor, or a generator's named streams.
 
-    ``capability``, ``coef`` and ``weight`` may be given with shape ``(N,)``, ``(N, R)`` or
-    ``(N, R, T)``; they are broadcast to ``(N, R, T)``. Values outside the job's units are
-    ignored. ``n_slots_hint`` gives ``T`` when no per-unit array is 3-D (default: the last
-    deadline + 1).
+    Per-unit values: capability ``x̄_nr > 0`` (most workload unit ``r`` can process for job n,
+    constraint (7)), utility coefficient ``a_nr > 0`` of ``f_nr`` and cluster-utility weight
+    ``β_nr >= 0``. They matter only on the job's units ℛ_n, and that is where the env reads them:
+    :meth:`job` gives job ``n``'s values on its units (built chunk by chunk in arrival order,
+    :mod:`.tables`), so an episode's memory does not grow with jobs x mesh units. The whole
+    ``(N, R, T)`` arrays :attr:`capability`, :attr:`coef`, :attr:`weight` and :attr:`mask` are
+    built when read (``O(N R T)`` memory: for small instances, tests and offline analysis).
+
+    The constructor takes ``capability``, ``coef`` and ``weight`` with shape ``(N,)``,
+    ``(N, R)`` or ``(N, R, T)`` (broadcast to ``(N, R, T)``; values outside the job's units are
+    ignored) and validates everything. ``n_slots_hint`` gives ``T`` when no per-unit array is
+    3-D (default: the last deadline + 1). :meth:`trusted` and :meth:`drawn` build jobs a
+    generator owns without re-validating them.
     """
 
     arrival: np.ndarray
     deadline: np.ndarray
     workload: np.ndarray
     allowed: np.ndarray
-    capability: np.ndarray
-    coef: np.ndarray
-    weight: np.ndarray
-    n_slots_hint: int | None = None
+    values: UnitValues
+    n_slots_hint: int
 
-    def __post_init__(self) -> None:
-        arr = check_array("arrival", self.arrival, shape=(None,), dtype=np.int64, low=0)
+    def __init__(self, arrival: Any, deadline: Any, workload: Any, allowed: Any,
+                 capability: Any, coef: Any, weight: Any, n_slots_hint: int | None = None) -> None:
+        arr = check_array("arrival", arrival, shape=(None,), dtype=np.int64, low=0)
         N = arr.shape[0]
-        dl = check_array("deadline", self.deadline, shape=(N,), dtype=np.int64, low=0)
+        dl = check_array("deadline", deadline, shape=(N,), dtype=np.int64, low=0)
         if N and np.any(dl < arr):
             raise ValueError("deadline has an entry before its job's arrival: every job needs "
                              "deadline >= arrival (the window always holds the arrival slot)")
         if N and np.any(np.diff(arr) < 0):
             raise ValueError("arrival must be non-decreasing: jobs are given in arrival order")
-        rho = check_array("workload", self.workload, shape=(N,))
+        rho = check_array("workload", workload, shape=(N,))
         if N and np.min(rho) <= 0:
             raise ValueError(f"workload has minimum {np.min(rho)!r}: every job's workload must "
                              "be > 0")
-        allowed = np.asarray(self.allowed, dtype=bool)
-        if allowed.ndim != 2 or allowed.shape[0] != N:
-            raise ValueError(f"allowed has shape {allowed.shape}: must have shape ({N}, R)")
-        R = allowed.shape[1]
+        allow = np.asarray(allowed, dtype=bool)
+        if allow.ndim != 2 or allow.shape[0] != N:
+            raise ValueError(f"allowed has shape {allow.shape}: must have shape ({N}, R)")
+        R = allow.shape[1]
         if R < 1:
             raise ValueError("allowed has no instance column: needs at least 1 instance")
-        shapes = [np.shape(x) for x in (self.capability, self.coef, self.weight)]
-        T = self.n_slots_hint or next((s[2] for s in shapes if len(s) == 3),
-                                      int(dl.max()) + 1 if N else 1)
+        shapes = [np.shape(x) for x in (capability, coef, weight)]
+        T = n_slots_hint or next((s[2] for s in shapes if len(s) == 3),
+                                 int(dl.max()) + 1 if N else 1)
         T = check_int("n_slots_hint", T, min_value=1)
-        cap = _per_unit("capability", self.capability, (N, R, T), 0.0, True)
-        coef = _per_unit("coef", self.coef, (N, R, T), 0.0, True)
-        weight = _per_unit("weight", self.weight, (N, R, T), 0.0, False)
+        cap = _per_unit("capability", capability, (N, R, T), 0.0, True)
+        a = _per_unit("coef", coef, (N, R, T), 0.0, True)
+        b = _per_unit("weight", weight, (N, R, T), 0.0, False)
         if N and dl.max() >= T:
             raise ValueError(f"deadline has maximum {int(dl.max())}: must be < the {T} slots")
-        for name, value in (("arrival", arr), ("deadline", dl), ("workload", rho),
-                            ("allowed", allowed), ("capability", cap), ("coef", coef),
-                            ("weight", weight)):
-            object.__setattr__(self, name, readonly(value))
-        object.__setattr__(self, "n_slots_hint", T)
+        self._init(readonly(arr), readonly(dl), readonly(rho), readonly(allow), T,
+                   DenseValues(readonly(cap), readonly(a), readonly(b)))
+
+    def _init(self, arrival: np.ndarray, deadline: np.ndarray, workload: np.ndarray,
+              allowed: np.ndarray, n_slots: int, values: UnitValues) -> None:
+        for name, value in (("arrival", arrival), ("deadline", deadline),
+                            ("workload", workload), ("allowed", allowed),
+                            ("n_slots_hint", int(n_slots)), ("values", values)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Jobs is read-only: cannot assign to {name!r}")
 
     @classmethod
     def trusted(cls, arrival: np.ndarray, deadline: np.ndarray, workload: np.ndarray,
@@ -155,14 +174,21 @@ class Jobs:
             # (N,) per job or (N, R) per instance: each value repeated over its units
             return np.repeat(a, R * T if a.ndim == 1 else T).reshape(N, R, T)
 
+        cap, a = full(capability), full(coef)
+        for x in (cap, a, weight):
+            x.setflags(write=False)
+        return cls.drawn(arrival, deadline, workload, allowed, T, DenseValues(cap, a, weight))
+
+    @classmethod
+    def drawn(cls, arrival: np.ndarray, deadline: np.ndarray, workload: np.ndarray,
+              allowed: np.ndarray, n_slots: int, values: UnitValues) -> Jobs:
+        """Jobs whose per-unit values come from ``values`` (e.g. a generator's named streams,
+        read only when a consumer needs them), without re-validation: arrays as
+        :meth:`trusted` takes them (taken over, made read-only), ``n_slots`` = ``T``."""
+        for a in (arrival, deadline, workload, allowed):
+            a.setflags(write=False)
         jobs = cls.__new__(cls)
-        for name, value in (("arrival", arrival), ("deadline", deadline),
-                            ("workload", workload), ("allowed", allowed),
-                            ("capability", full(capability)), ("coef", full(coef)),
-                            ("weight", weight)):
-            value.setflags(write=False)
-            object.__setattr__(jobs, name, value)
-        object.__setattr__(jobs, "n_slots_hint", T)
+        jobs._init(arrival, deadline, workload, allowed, n_slots, values)
         return jobs
 
     @property
@@ -172,15 +198,68 @@ class Jobs:
 
     @property
     def n_slots(self) -> int:
-        """Number of slots ``T`` of the per-unit arrays."""
-        return int(self.capability.shape[2])
+        """Number of slots ``T`` of the mesh."""
+        return self.n_slots_hint
+
+    @property
+    def n_instances(self) -> int:
+        """Number of instances ``R`` of the mesh."""
+        return int(self.allowed.shape[1])
+
+    @cached_property
+    def sizes(self) -> np.ndarray:
+        """int64 ``(N,)``: ``|ℛ_n|``, the units each job may use (:func:`.tables.job_sizes`)."""
+        return readonly(job_sizes(self.arrival, self.deadline, self.allowed))
+
+    @cached_property
+    def rows(self) -> JobRows:
+        """This object's own cursor over its chunks (:class:`~.tables.JobRows`), for
+        :meth:`job`; the env keeps its own per episode."""
+        return JobRows(self)
+
+    def job(self, n: int) -> JobUnits:
+        """Job ``n``'s values on its units ℛ_n (:class:`~.tables.JobUnits`, read-only views;
+        ``0 <= n < N``)."""
+        job = self.rows.chunk(int(n)).job(int(n))
+        return JobUnits(*(readonly_view(getattr(job, k))
+                          for k in ("units", "capability", "coef", "weight")))
+
+    def unit_mask(self, n: int) -> np.ndarray:
+        """bool ``(R, T)``: the indicator of job ``n``'s units ℛ_n (one row of :attr:`mask`)."""
+        t = np.arange(self.n_slots)
+        window = (t >= self.arrival[n]) & (t <= self.deadline[n])
+        return self.allowed[n][:, None] & window[None, :]
 
     @cached_property
     def mask(self) -> np.ndarray:
-        """bool ``(N, R, T)``: indicator of ℛ_n = {(r, t): r in 𝒦_n, s_n <= t <= e_n} (Eq. 1)."""
-        m = np.empty((self.n_jobs, self.allowed.shape[1], self.n_slots), dtype=bool)
+        """bool ``(N, R, T)``: indicator of ℛ_n = {(r, t): r in 𝒦_n, s_n <= t <= e_n} (Eq. 1);
+        built when read (``N R T`` bytes)."""
+        m = np.empty((self.n_jobs, self.n_instances, self.n_slots), dtype=bool)
         mask_into(self.arrival, self.deadline, self.allowed, m)
         return readonly(m)
+
+    @cached_property
+    def _dense(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out = tuple(np.asarray(a) for a in self.values.dense(self))
+        for a in out:
+            a.setflags(write=False)
+        return out  # type: ignore[return-value]
+
+    @property
+    def capability(self) -> np.ndarray:
+        """float64 ``(N, R, T)``: x̄_nr, built when read (``O(N R T)``; :meth:`job` is the
+        per-job form the env reads)."""
+        return self._dense[0]
+
+    @property
+    def coef(self) -> np.ndarray:
+        """float64 ``(N, R, T)``: a_nr, built when read (see :attr:`capability`)."""
+        return self._dense[1]
+
+    @property
+    def weight(self) -> np.ndarray:
+        """float64 ``(N, R, T)``: β_nr, built when read (see :attr:`capability`)."""
+        return self._dense[2]
 
 
 @numba.njit(cache=True)
@@ -314,39 +393,25 @@ class DeadlineWelfareInstance:
 
 
 def observed_limits(jobs: Jobs) -> tuple[float, float, float, float]:
-    """``(workload, capability, coef, weight)`` maxima of ``jobs`` over their units (0 if none)."""
-    out = _limits_kernel(jobs.workload, jobs.arrival, jobs.deadline, jobs.allowed,
-                         jobs.capability, jobs.coef, jobs.weight)
-    return (float(out[0]), float(out[1]), float(out[2]), float(out[3]))
+    """``(workload, capability, coef, weight)`` maxima of ``jobs`` over their units (0 if none),
+    read chunk by chunk (:class:`~.tables.JobRows`)."""
+    out = np.full(4, -np.inf)
+    if jobs.n_jobs:
+        out[0] = float(np.max(jobs.workload))
+    for chunk in jobs.rows:
+        unit_maxima(chunk.capability, chunk.coef, chunk.weight, out)
+    return tuple(float(v) if v > -np.inf else 0.0 for v in out)  # type: ignore[return-value]
 
 
 @numba.njit(cache=True)
-def _limits_kernel(workload: np.ndarray, arrival: np.ndarray, deadline: np.ndarray,
-                   allowed: np.ndarray, capability: np.ndarray, coef: np.ndarray,
-                   weight: np.ndarray) -> np.ndarray:
-    """float64 ``(4,)``: max workload over jobs, max capability, coef, weight over the job
-    units ℛ_n (``allowed`` x ``[arrival, deadline]``); 0 where there is none (as
-    ``a[mask].max()``, without building the mask)."""
-    out = np.empty(4)
-    seen = np.empty(4, dtype=np.bool_)
-    for i in range(4):
-        out[i] = -np.inf
-        seen[i] = False
-    for n in range(workload.size):
-        out[0] = max(out[0], workload[n])
-        seen[0] = True
-        for r in range(allowed.shape[1]):
-            if not allowed[n, r]:
-                continue
-            for t in range(arrival[n], deadline[n] + 1):
-                out[1] = max(out[1], capability[n, r, t])
-                out[2] = max(out[2], coef[n, r, t])
-                out[3] = max(out[3], weight[n, r, t])
-                seen[1] = seen[2] = seen[3] = True
-    for i in range(4):
-        if not seen[i]:
-            out[i] = 0.0
-    return out
+def unit_maxima(capability: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+                out: np.ndarray) -> None:
+    """``out[1:4]`` = the running maxima of the entries of ``capability``, ``coef`` and
+    ``weight`` (float64 ``(m,)``; ``out`` starts at ``-inf``)."""
+    for k in range(capability.size):
+        out[1] = max(out[1], capability[k])
+        out[2] = max(out[2], coef[k])
+        out[3] = max(out[3], weight[k])
 
 
 @dataclass(frozen=True)

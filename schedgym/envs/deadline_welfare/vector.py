@@ -34,8 +34,9 @@ from schedgym.core.envbase import resolve_episode_seed
 from schedgym.core.validation import check_int
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-from schedgym.envs.deadline_welfare.generator import estimate_memory_mb
+from schedgym.envs.deadline_welfare.memory import estimate_mb
 from schedgym.envs.deadline_welfare.pricing import alpha_hat
+from schedgym.envs.deadline_welfare.tables import JobChunk, JobRows
 from schedgym.envs.deadline_welfare.types import Jobs
 
 #: Rows of :func:`_step_batch`'s ``out``.
@@ -48,55 +49,44 @@ _OBS_ORDER = ("workload", "window", "allowed", "capability", "utility_coef", "cl
 
 
 @numba.njit(cache=True)
-def _current_job(job_mask: np.ndarray, job_cap: np.ndarray, job_coef: np.ndarray,
-                 job_weight: np.ndarray, b: int, i: int, cur: bool, mask: np.ndarray,
-                 cap: np.ndarray, coef: np.ndarray, weight: np.ndarray) -> None:
-    """Copy ``b``'s job ``i`` from the padded buffers ``(B, n_max, U)`` into ``(U,)`` rows:
-    its unit mask (False without a current job, ``cur``) and its capability, coefficient and
-    weight on those units (0 elsewhere)."""
-    for r in range(mask.size):
-        m = cur and job_mask[b, i, r]
-        mask[r] = m
-        cap[r] = job_cap[b, i, r] if m else 0.0
-        coef[r] = job_coef[b, i, r] if m else 0.0
-        weight[r] = job_weight[b, i, r] if m else 0.0
-
-
-@numba.njit(cache=True)
-def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
-                step: np.ndarray, n: np.ndarray, n_jobs: np.ndarray, job_mask: np.ndarray,
-                job_cap: np.ndarray, job_coef: np.ndarray, job_weight: np.ndarray,
-                job_scalars: np.ndarray, capacity: np.ndarray, usage: np.ndarray,
-                totals: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
-    """Every copy's step in one call, as the single env steps (:func:`.dynamics.apply_one` on
-    the copy's current job ``n[b]`` for the copies that ``step`` and have one). With
-    ``decode``, ``a`` ``(B, U)`` are the (finite) dispatch actions, clipped to [-1, 1] and
-    mapped to ``(a + 1) / 2 * x̄``; without, ``a`` are the proposals and ``clip_in`` the
-    amounts clipped. Writes the dispatch into ``x`` (zeros given), updates ``usage`` and the
-    stepping copies' ``totals`` ``(B, 4)``, and fills ``out`` ``(13, B)``: repair parts, job
-    and cluster utility, served share, units used, mean utilisation, action clip, slot, served
-    fraction, repair, welfare, reward (sums as numpy adds them, :func:`.dynamics.np_sum`)."""
+def _step_batch(code: int, decode: bool, a: np.ndarray, prop: np.ndarray, prop_ptr: np.ndarray,
+                clip_in: np.ndarray, step: np.ndarray, n: np.ndarray, n_jobs: np.ndarray,
+                first: np.ndarray, ptr: np.ndarray, units: np.ndarray, cap: np.ndarray,
+                coef: np.ndarray, weight: np.ndarray, job_scalars: np.ndarray,
+                capacity: np.ndarray, usage: np.ndarray, totals: np.ndarray, x: np.ndarray,
+                out: np.ndarray) -> None:
+    """Every copy's step in one call, as the single env steps (:func:`.dynamics.apply_units`
+    on the copy's current job ``n[b]``, entries ``[ptr[b, j], ptr[b, j + 1])`` of its chunk
+    row ``b`` with ``j = n[b] - first[b]``, for the copies that ``step`` and have one). With
+    ``decode``, ``a`` ``(B, U)`` are the (finite) dispatch actions, mapped by
+    :func:`.dynamics.decode_units`; without, copy ``b``'s proposal on its job's entries is
+    ``prop[prop_ptr[b]:prop_ptr[b + 1]]`` and ``clip_in`` the amounts clipped. Writes the
+    dispatch into ``x`` (zeros given), updates ``usage`` and the stepping copies' ``totals``
+    ``(B, 4)``, and fills ``out`` ``(13, B)``: repair parts, job and cluster utility, served
+    share, units used, mean utilisation, action clip, slot, served fraction, repair, welfare,
+    reward (sums as numpy adds them, :func:`.dynamics.np_sum`)."""
     B, U = x.shape
-    mask, upper = np.empty(U, dtype=np.bool_), np.empty(U)
-    coef, weight, prop, ratio = np.empty(U), np.empty(U), np.empty(U), np.empty(U)
+    ratio = np.empty(U)
     for b in range(B):
         cur = n[b] < n_jobs[b]
         i = min(n[b], max(n_jobs[b] - 1, 0))
-        _current_job(job_mask, job_cap, job_coef, job_weight, b, i, cur, mask, upper, coef,
-                     weight)
+        lo = hi = 0
+        if cur:
+            lo, hi = ptr[b, n[b] - first[b]], ptr[b, n[b] - first[b] + 1]
         if decode:
-            clip = dynamics.decode_dispatch(a[b], upper, prop)
+            p = np.empty(hi - lo)
+            clip = dynamics.decode_units(a[b], units[b, lo:hi], cap[b, lo:hi], p)
         else:
+            p = prop[prop_ptr[b]:prop_ptr[b + 1]]
             clip = clip_in[b]
-            for r in range(U):  # element loops, not slice copies: see dynamics.obs_fill
-                prop[r] = a[b, r]
         active = step[b] and cur
         rho = job_scalars[b, i, 0] if active else 0.0
         res = (0.0, 0.0, 0.0, 0.0)
         if active:
-            res = dynamics.apply_one(code, prop, upper, capacity, usage[b], rho, mask, coef,
-                                     weight, x[b])
-        served, units, util = dynamics.dispatch_stats(x[b], usage[b], capacity, ratio)
+            res = dynamics.apply_units(code, p, units[b, lo:hi], cap[b, lo:hi],
+                                       coef[b, lo:hi], weight[b, lo:hi], capacity, usage[b],
+                                       rho, x[b], np.empty(hi - lo))
+        served, count, util = dynamics.dispatch_stats(x[b], usage[b], capacity, ratio)
         if step[b]:
             totals[b, 0] += res[2]
             totals[b, 1] += res[3]
@@ -104,7 +94,7 @@ def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
             totals[b, 3] += rho
         out[_CAP_L1, b], out[_WL_L1, b], out[_FJ, b], out[_FC, b] = res
         out[_SERVED, b] = served / rho if rho > 0 else 0.0
-        out[_UNITS, b] = units
+        out[_UNITS, b] = count
         out[_UTIL, b] = util
         out[_CLIP, b] = clip
         out[_SLOT, b] = job_scalars[b, i, 1] if n_jobs[b] > 0 else 0.0
@@ -115,33 +105,37 @@ def _step_batch(code: int, decode: bool, a: np.ndarray, clip_in: np.ndarray,
 
 
 @numba.njit(cache=True)
-def _obs_batch(n: np.ndarray, n_jobs: np.ndarray, job_mask: np.ndarray, job_cap: np.ndarray,
-               job_coef: np.ndarray, job_weight: np.ndarray, job_scalars: np.ndarray,
-               usage: np.ndarray, capacity32: np.ndarray, family: np.ndarray,
-               bounds: np.ndarray, features: np.ndarray, offsets: np.ndarray,
-               buf: np.ndarray) -> None:
+def _obs_batch(n: np.ndarray, n_jobs: np.ndarray, first: np.ndarray, ptr: np.ndarray,
+               units: np.ndarray, cap: np.ndarray, coef: np.ndarray, weight: np.ndarray,
+               job_scalars: np.ndarray, usage: np.ndarray, capacity32: np.ndarray,
+               family: np.ndarray, bounds: np.ndarray, features: np.ndarray,
+               offsets: np.ndarray, buf: np.ndarray) -> None:
     """Every copy's observation into one float32 buffer, key by key (``offsets`` in
-    :data:`_OBS_ORDER`; each key a ``(B, size)`` block): the current job's scalars and unit
-    rows (zeros without one), the family, ``min(float32(ω), float32(C))``, the capacities, the
-    bounds, ``min(1, n / max(N, 1))`` and the instance features."""
+    :data:`_OBS_ORDER`; each key a ``(B, size)`` block): the current job's scalars and its
+    values at its units (zeros elsewhere and without a job), the family,
+    ``min(float32(ω), float32(C))``, the capacities, the bounds, ``min(1, n / max(N, 1))`` and
+    the instance features."""
     B, U = usage.shape
-    mask, cap, coef, weight = np.empty(U, dtype=np.bool_), np.empty(U), np.empty(U), np.empty(U)
     F, K = family.size, features.size
     for b in range(B):
         cur = n[b] < n_jobs[b]
         i = min(n[b], max(n_jobs[b] - 1, 0))
-        _current_job(job_mask, job_cap, job_coef, job_weight, b, i, cur, mask, cap, coef,
-                     weight)
         buf[offsets[0] + b] = job_scalars[b, i, 0] if cur else 0.0
         for j in range(2):
             buf[offsets[1] + 2 * b + j] = job_scalars[b, i, 1 + j] if cur else 0.0
         for r in range(U):
-            buf[offsets[2] + b * U + r] = 1.0 if mask[r] else 0.0
-            buf[offsets[3] + b * U + r] = cap[r]
-            buf[offsets[4] + b * U + r] = coef[r]
-            buf[offsets[5] + b * U + r] = weight[r]
+            for key in range(2, 6):
+                buf[offsets[key] + b * U + r] = 0.0
             buf[offsets[7] + b * U + r] = min(np.float32(usage[b, r]), capacity32[r])
             buf[offsets[8] + b * U + r] = capacity32[r]
+        if cur:
+            j = n[b] - first[b]
+            for e in range(ptr[b, j], ptr[b, j + 1]):
+                u = units[b, e]
+                buf[offsets[2] + b * U + u] = 1.0
+                buf[offsets[3] + b * U + u] = cap[b, e]
+                buf[offsets[4] + b * U + u] = coef[b, e]
+                buf[offsets[5] + b * U + u] = weight[b, e]
         for j in range(F):
             buf[offsets[6] + b * F + j] = family[j]
         buf[offsets[9] + 2 * b] = bounds[b, 0]
@@ -162,27 +156,28 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self.num_envs = check_int("num_envs", num_envs, min_value=1)
         # the template validates everything (render_mode included) and builds the instance
         self.template = DeadlineWelfareEnv(render_mode=render_mode, **kwargs)
-        t = self.template
+        template = self.template
         self._check_memory()
-        self.render_mode = t.render_mode
-        inst = t.instance
+        self.render_mode = template.render_mode
+        inst = template.instance
         self.instance = inst
-        self.action_mode = t.action_mode
+        self.action_mode = template.action_mode
         self.metadata = {**type(self).metadata,
-                         "action_modes": t.metadata.get("action_modes", ("dispatch",)),
-                         "obs_modes": t.metadata["obs_modes"],
-                         "entity_action": t.metadata["entity_action"]}
-        self.single_observation_space = t.observation_space
-        self._obs_keys = tuple(t._flat_space.spaces)
-        self.single_action_space = t.action_space
-        self._action_dim = int(np.prod(t.action_space.shape or (1,)))
-        self.observation_space = batch_space(t.observation_space, self.num_envs)
-        self.action_space = batch_space(t.action_space, self.num_envs)
+                         "action_modes": template.metadata.get("action_modes", ("dispatch",)),
+                         "obs_modes": template.metadata["obs_modes"],
+                         "entity_action": template.metadata["entity_action"]}
+        self.single_observation_space = template.observation_space
+        self._obs_keys = tuple(template.flat_space.spaces)
+        self.single_action_space = template.action_space
+        self._action_dim = int(np.prod(template.action_space.shape or (1,)))
+        self.observation_space = batch_space(template.observation_space, self.num_envs)
+        self.action_space = batch_space(template.action_space, self.num_envs)
         self.spec = None
         B, U = self.num_envs, inst.n_units
         self._capacity = np.ascontiguousarray(inst.capacity.reshape(-1), dtype=np.float64)
         self._np_randoms: list[np.random.Generator | None] = [None] * B
         self._jobs: list[Jobs | None] = [None] * B
+        self._rows: list[JobRows | None] = [None] * B
         self._usage = np.zeros((B, U))
         self._n = np.zeros(B, dtype=np.int64)
         self._n_jobs = np.zeros(B, dtype=np.int64)
@@ -190,68 +185,90 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         self._bounds = np.ones((B, 2))
         self._alpha = np.full(B, 2.0)
         self._seeds = np.zeros(B, dtype=np.int64)
-        self._alloc_jobs(1)
+        self._alloc(1, 1, 1)
+        self._no_prop, self._no_ptr = np.zeros(0), np.zeros(B + 1, dtype=np.int64)
         self._autoreset = np.zeros(B, dtype=bool)
         self._needs_reset = True
         self._obs_layout()
 
     def _check_memory(self) -> None:
         """Refuse ``num_envs`` copies whose episodes would need more than the single env's
-        ``memory_limit_mb`` together (each copy holds its episode's jobs twice: the sampler's
-        arrays and the batch buffers)."""
-        t = self.template
-        inst = t.instance
-        n_jobs = inst.jobs.n_jobs if inst.jobs is not None else t.params["n_jobs"]
-        need = 2 * self.num_envs * estimate_memory_mb(inst.n_instances, inst.horizon, n_jobs,
-                                                       t.params["arrival_rate"])
-        if need > t.memory_limit_mb:
+        ``memory_limit_mb`` together (each copy's episode, and its current chunk twice: the
+        cursor's and the batch buffers')."""
+        template = self.template
+        one = template.memory_parts()
+        parts = {k: self.num_envs * v for k, v in one.items()}
+        parts["the batch buffers"] = self.num_envs * one["the current chunk"]
+        need = estimate_mb(parts)
+        if need > template.memory_limit_mb:
             raise ValueError(f"num_envs={self.num_envs} copies need about {need:,.0f} MB: more "
-                             f"than memory_limit_mb={t.memory_limit_mb:,.0f} (pass fewer copies "
-                             "or a larger memory_limit_mb=)")
+                             f"than memory_limit_mb={template.memory_limit_mb:,.0f} (pass fewer "
+                             "copies or a larger memory_limit_mb=)")
 
     # ------------------------------------------------------------------ episode buffers
-    def _alloc_jobs(self, n_max: int) -> None:
-        """Padded per-copy job buffers ``(B, n_max, R, T)`` with flat-unit views ``(B, n_max,
-        U)`` (grown when an episode needs more)."""
-        B, R, T = self.num_envs, self.instance.n_instances, self.instance.horizon
-        old = [self._episode_jobs(b) for b in range(B)] if hasattr(self, "_job_mask") else []
-        self._mask4 = np.zeros((B, n_max, R, T), dtype=bool)
-        self._cap4, self._coef4, self._weight4 = (np.zeros((B, n_max, R, T)) for _ in range(3))
-        shape = (B, n_max, R * T)
-        self._job_mask = self._mask4.reshape(shape)
-        self._job_cap = self._cap4.reshape(shape)
-        self._job_coef = self._coef4.reshape(shape)
-        self._job_weight = self._weight4.reshape(shape)
-        self._job_scalars = np.zeros((B, n_max, 3))  # workload, arrival, deadline
-        self._arrival = np.zeros((B, n_max), dtype=np.int64)
-        self._deadline = np.zeros((B, n_max), dtype=np.int64)
-        for b, jobs in enumerate(old):  # re-fill the copies' current episodes
-            if jobs is not None:
-                self._store_jobs(b, jobs)
+    def _alloc(self, n_jobs: int, n_chunk: int, n_entries: int) -> None:
+        """Batch buffers for episodes of up to ``n_jobs`` jobs and chunks of up to ``n_chunk``
+        jobs and ``n_entries`` entries (grown when an episode needs more; the copies' current
+        chunks are copied over)."""
+        B = self.num_envs
+        old = getattr(self, "_c_ptr", None)
+        keep = [(self._chunks[b], self._scalar_rows(b)) for b in range(B)] if old is not None \
+            else [(None, None)] * B
+        self._job_scalars = np.zeros((B, n_jobs, 3))  # workload, arrival, deadline
+        self._c_first = np.zeros(B, dtype=np.int64)
+        self._c_stop = np.zeros(B, dtype=np.int64)
+        self._c_ptr = np.zeros((B, n_chunk + 1), dtype=np.int64)
+        self._c_units = np.zeros((B, n_entries), dtype=np.int64)
+        self._c_cap, self._c_coef, self._c_weight = (np.zeros((B, n_entries)) for _ in range(3))
+        self._chunks: list[JobChunk | None] = [None] * B
+        for b, (chunk, scalars) in enumerate(keep):
+            if scalars is not None:
+                self._job_scalars[b, :len(scalars)] = scalars
+            if chunk is not None:
+                self._load_chunk(b, chunk)
 
-    def _store_jobs(self, b: int, jobs: Jobs) -> tuple[list[float], tuple[float, float]]:
-        """Copy ``jobs`` into copy ``b``'s rows of the batch buffers (grown if needed), the
-        unit masks computed there by :func:`.dynamics.episode_check`; returns the jobs'
-        observed maxima (for :meth:`DeadlineWelfareEnv._check_limits`) and their bounds
-        ``(ι, v)``."""
+    def _scalar_rows(self, b: int) -> np.ndarray | None:
+        jobs = self._jobs[b]
+        return None if jobs is None else self._job_scalars[b, :jobs.n_jobs].copy()
+
+    def _load_chunk(self, b: int, chunk: JobChunk) -> None:
+        """Copy ``chunk`` into copy ``b``'s rows of the chunk buffers (grown if needed)."""
+        k, m = chunk.ptr.size - 1, chunk.units.size
+        if k + 1 > self._c_ptr.shape[1] or m > self._c_units.shape[1]:
+            self._chunks[b] = None
+            self._alloc(self._job_scalars.shape[1], max(k, self._c_ptr.shape[1] - 1),
+                        max(m, self._c_units.shape[1]))
+        self._chunks[b] = chunk
+        self._c_first[b], self._c_stop[b] = chunk.first, chunk.stop
+        self._c_ptr[b, :k + 1] = chunk.ptr
+        self._c_units[b, :m] = chunk.units
+        self._c_cap[b, :m] = chunk.capability
+        self._c_coef[b, :m] = chunk.coef
+        self._c_weight[b, :m] = chunk.weight
+
+    def _refresh_chunks(self) -> None:
+        """Load the chunk of every copy whose current job left its chunk."""
+        n = self._n
+        need = (n < self._n_jobs) & ((n < self._c_first) | (n >= self._c_stop))
+        for b in np.flatnonzero(need).tolist():
+            rows = self._rows[b]
+            assert rows is not None
+            self._load_chunk(b, rows.chunk(int(n[b])))
+
+    def _store_jobs(self, b: int, jobs: Jobs, rows: JobRows) -> None:
+        """Copy ``b``'s new episode into the batch buffers (grown if needed)."""
         N = jobs.n_jobs
-        if N > self._job_mask.shape[1]:
-            self._alloc_jobs(N)
-        self._jobs[b] = jobs
-        inst = self.instance
-        delta = inst.sqrt_v_floor if inst.family_code == dynamics.SQRT else 0.0
-        lim = np.empty(4)
-        iota, v = dynamics.episode_check(
-            inst.family_code, float(delta), jobs.arrival, jobs.deadline, jobs.allowed,
-            jobs.workload, jobs.capability, jobs.coef, jobs.weight, inst.capacity,
-            self._mask4[b, :N], lim)
-        self._cap4[b, :N] = jobs.capability  # Jobs holds full (N, R, T) arrays
-        self._coef4[b, :N] = jobs.coef
-        self._weight4[b, :N] = jobs.weight
+        if N > self._job_scalars.shape[1]:
+            self._alloc(N, self._c_ptr.shape[1] - 1, self._c_units.shape[1])
+        self._jobs[b], self._rows[b] = jobs, rows
         self._job_scalars[b, :N, 0] = jobs.workload
         self._job_scalars[b, :N, 1] = jobs.arrival
         self._job_scalars[b, :N, 2] = jobs.deadline
-        return lim.tolist(), dynamics.bounds_from(inst, iota, v)
+        if N:
+            self._load_chunk(b, rows.chunk(0))
+        else:
+            self._chunks[b] = None
+            self._c_first[b] = self._c_stop[b] = 0
 
     def _episode_jobs(self, b: int) -> Jobs | None:
         """Copy ``b``'s episode's :class:`Jobs` (``None`` before its first reset)."""
@@ -294,20 +311,14 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
 
     def _reset_one(self, b: int, seed: int | None) -> dict[str, Any]:
         """Start a new episode in copy ``b`` as ``DeadlineWelfareEnv.reset`` does, through the
-        template's own sampler and checks; returns its reset info."""
-        t = self.template
+        template's own sampler and checks (a refused episode leaves the copy as it was);
+        returns its reset info."""
+        template = self.template
         ep = self._episode_seed(b, seed)
-        jobs = t._sample_jobs(ep)
-        t._check_mesh(jobs)
-        old = self._jobs[b]
-        seen, bounds = self._store_jobs(b, jobs)
-        try:
-            t._check_limits(seen)
-        except ValueError:  # refused: copy b keeps its episode, as the single env does
-            self._jobs[b] = old
-            if old is not None:
-                self._store_jobs(b, old)
-            raise
+        jobs = template.draw_jobs(ep)
+        scan = template.scan_jobs(jobs, copies=self.num_envs)
+        self._store_jobs(b, jobs, scan.rows)
+        bounds = scan.bounds
         self._n[b] = 0
         self._n_jobs[b] = jobs.n_jobs
         self._usage[b] = 0.0
@@ -321,7 +332,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
     # ------------------------------------------------------------------ observations
     def _obs_layout(self) -> None:
         """Where every observation key's ``(B, size)`` block lies in :meth:`_obs`'s buffer."""
-        space = self.template._flat_space.spaces
+        space = self.template.flat_space.spaces
         self._obs_blocks: dict[str, tuple[int, int]] = {}
         offsets = np.zeros(len(_OBS_ORDER), dtype=np.int64)
         k = 0
@@ -332,23 +343,25 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
                 self._obs_blocks[key] = (k, size)
                 k += self.num_envs * size
         self._obs_offsets, self._obs_size = offsets, k
-        t = self.template
-        self._features = (t.instance_feature_vector() if t.instance_features
+        template = self.template
+        self._features = (template.instance_feature_vector() if template.instance_features
                           else np.zeros(0, dtype=np.float32))
 
     def _obs(self) -> dict[str, np.ndarray]:
         """The batched observations, filled by one compiled call (:func:`_obs_batch`) into one
         fresh float32 buffer; every key is a C-contiguous ``(B, size)`` view of its own block."""
         buf = np.empty(self._obs_size, dtype=np.float32)
-        t = self.template
-        _obs_batch(self._n, self._n_jobs, self._job_mask, self._job_cap, self._job_coef,
-                   self._job_weight, self._job_scalars, self._usage, t._capacity32, t._family,
-                   self._bounds, self._features, self._obs_offsets, buf)
+        template = self.template
+        _obs_batch(self._n, self._n_jobs, self._c_first, self._c_ptr, self._c_units, self._c_cap,
+                   self._c_coef, self._c_weight, self._job_scalars, self._usage,
+                   template.capacity32, template.family_onehot, self._bounds, self._features,
+                   self._obs_offsets, buf)
         B = self.num_envs
         blocks = self._obs_blocks
         obs = {k: buf[blocks[k][0]:blocks[k][0] + B * blocks[k][1]].reshape(B, blocks[k][1])
                for k in self._obs_keys}
-        return obs if t._entities is None else t._entities.encode_batch(obs)
+        encoder = template.entity_encoder
+        return obs if encoder is None else encoder.encode_batch(obs)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -386,19 +399,18 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         return a
 
     def _pricing_proposals(self, a: np.ndarray,
-                           step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(proposal, action_clip)`` ``(B, U)``, ``(B,)`` of the pricing mode: every
-        stepping copy with a current job decoded by the single env's own decoder."""
+                           step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(proposals, offsets, action_clip)`` of a learnable mode: every stepping copy with a
+        current job decoded by the single env's own decoder, its proposal on its job's entries
+        at ``proposals[offsets[b]:offsets[b + 1]]``; the clip amounts ``(B,)``."""
         clipped = np.clip(a, -1.0, 1.0)
         clip = np.max(np.abs(clipped - a), axis=1)
-        proposal = np.zeros((self.num_envs, self.instance.n_units))
+        parts: list[np.ndarray] = [np.zeros(0)] * self.num_envs
         for b in np.flatnonzero(step & (self._n < self._n_jobs)).tolist():
-            proposal[b] = self._template_decode(b, clipped[b]).reshape(-1)  # single env's rule
-        return proposal, clip
-
-    def _template_decode(self, b: int, a: np.ndarray) -> np.ndarray:
-        """The single env's own decoder on copy ``b``'s state."""
-        return np.asarray(self._point_template(b)._decode(a))
+            parts[b] = self._point_template(b).job_proposal(clipped[b])  # single env's rule
+        offsets = np.zeros(self.num_envs + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([p.size for p in parts])
+        return np.concatenate(parts), offsets, clip
 
     def render(self) -> tuple[Any, ...] | None:
         """Every copy's frame as the single env draws it (``render_mode`` ``"ansi"``: text,
@@ -413,12 +425,12 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
     def _point_template(self, b: int) -> DeadlineWelfareEnv:
         """The template env with copy ``b``'s episode state (views, no copies), so its own
         decoder and renderer act on that copy."""
-        t = self.template
-        t.show_state(self._episode_jobs(b), int(self._n[b]),
+        template = self.template
+        template.show_state(self._episode_jobs(b), int(self._n[b]),
                      self._usage[b].reshape(self.instance.n_instances, -1), self._totals[b],
                      (float(self._bounds[b, 0]), float(self._bounds[b, 1])),
-                     float(self._alpha[b]))
-        return t
+                     float(self._alpha[b]), rows=self._rows[b])
+        return template
 
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray,
                                           np.ndarray, dict[str, Any]]:
@@ -430,14 +442,15 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         resets = self._autoreset.copy()
         step = ~resets
         decode = self.action_mode == "dispatch"
-        clip = np.zeros(B)
+        clip, prop, prop_ptr = np.zeros(B), self._no_prop, self._no_ptr
         if not decode:
-            a, clip = self._pricing_proposals(a, step)
+            prop, prop_ptr, clip = self._pricing_proposals(a, step)
         x = np.zeros((B, self.instance.n_units))
         out = np.empty((13, B))
-        _step_batch(self.instance.family_code, decode, a, clip, step, self._n, self._n_jobs,
-                    self._job_mask, self._job_cap, self._job_coef, self._job_weight,
-                    self._job_scalars, self._capacity, self._usage, self._totals, x, out)
+        _step_batch(self.instance.family_code, decode, a, prop, prop_ptr, clip, step, self._n,
+                    self._n_jobs, self._c_first, self._c_ptr, self._c_units, self._c_cap,
+                    self._c_coef, self._c_weight, self._job_scalars, self._capacity,
+                    self._usage, self._totals, x, out)
         infos = self._step_infos(step, x, out)
         rewards = out[_REWARD]
         self._n += step
@@ -448,6 +461,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
         if resets.any():
             again = np.flatnonzero(resets).tolist()
             infos = self._reset_batch(again, [None] * len(again), infos)
+        self._refresh_chunks()
         self._autoreset = terminated.copy()
         return self._obs(), rewards, terminated, np.zeros(B, dtype=bool), infos
 

@@ -1,4 +1,4 @@
-"""DeadlineWelfare-v0 action modes and instance features (issue 10): the pricing decoder is
+"""DeadlineWelfare-v0 action modes and instance features: the pricing decoder is
 feasible for every action in its box and optimal for its per-job problem (cvxpy), both checkers
 pass in every mode, common random numbers across modes, spaces independent of instance_seed."""
 

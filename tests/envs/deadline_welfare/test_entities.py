@@ -1,4 +1,4 @@
-"""DeadlineWelfare-v0 ``obs_mode="entities"`` (issue 24): one row per mesh unit for the
+"""DeadlineWelfare-v0 ``obs_mode="entities"``: one row per mesh unit for the
 current job, in its space for random instances and actions, equal to a loop reference built
 from the env's state, checker-clean, the native vector env equal to single envs, and the flat
 mode unchanged."""

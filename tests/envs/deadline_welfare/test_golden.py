@@ -1,5 +1,5 @@
 """Golden trajectories of DeadlineWelfare-v0: the env and its native vector env give the
-observations, rewards, flags and infos recorded before the speed work of issue 11 (commit
+observations, rewards, flags and infos recorded before the speed work on the kernels (commit
 ``902d445``), for several seeds, settings and action modes, with random actions and with an
 OnSocMax rollout. Every published number (README, docs/reproduction-onsocmax.md, docs/learned/*)
 was made with those draws, so a faster path must not move them.

@@ -1,4 +1,4 @@
-"""DeadlineWelfare-v0 hardening (issue 13): pickling, step before reset, every accepted setting
+"""DeadlineWelfare-v0 hardening: pickling, step before reset, every accepted setting
 runs, errors name the user's parameter, bools refused, explicit-instance conflicts refused, the
 memory estimate, max_episode_steps."""
 
@@ -12,7 +12,8 @@ import pytest
 
 from schedgym.envs.deadline_welfare import ENV_ID, SCENARIOS
 from schedgym.envs.deadline_welfare.env import DeadlineWelfareEnv
-from schedgym.envs.deadline_welfare.generator import estimate_memory_mb, upper_f32
+from schedgym.envs.deadline_welfare.generator import upper_f32
+from schedgym.envs.deadline_welfare.memory import estimate_mb
 from schedgym.envs.deadline_welfare.types import ARRIVAL_RATE_MAX, DeadlineWelfareInstance, Jobs
 
 from .conftest import SMALL, make_tiny
@@ -97,22 +98,23 @@ def test_explicit_instance_accepts_agreeing_overrides_and_job_params_without_fix
     assert env.reset(seed=0)[1]["n_jobs"] == 3
 
 
-@pytest.mark.parametrize("kw", [
-    {"n_instances": 1000, "horizon": 1000, "n_jobs": 100},
-    {"n_jobs": None, "arrival_rate": 1e9},
+@pytest.mark.parametrize("kw, table", [
+    ({"n_instances": 100_000, "horizon": 1000, "n_jobs": 100}, "the mesh"),
+    ({"n_jobs": None, "arrival_rate": 1e9}, "the dispatch history"),
 ])
-def test_memory_estimate_refuses_huge_settings_at_construction(kw):
-    with pytest.raises(ValueError, match=r"MB per episode: more than memory_limit_mb=2,048"):
+def test_memory_estimate_refuses_huge_settings_at_construction(kw, table):
+    with pytest.raises(ValueError, match=r"MB per episode \(" + table + r": [\d,]+ MB\): more "
+                                         r"than memory_limit_mb=2,048"):
         gym.make(ENV_ID, **kw)
 
 
 def test_memory_limit_is_overridable_and_validated():
-    kw = {"n_instances": 100, "horizon": 100, "n_jobs": 50}  # ~24 MB
-    assert estimate_memory_mb(100, 100, 50, 2.0) == pytest.approx(
-        (64 * 50 * 1e4 + 256 * 1e4) / 2**20)
-    with pytest.raises(ValueError, match="memory_limit_mb=10"):
-        gym.make(ENV_ID, memory_limit_mb=10, **kw)
-    assert gym.make(ENV_ID, memory_limit_mb=100, **kw).unwrapped.instance.n_instances == 100
+    kw = {"n_instances": 300, "horizon": 100, "n_jobs": 50}
+    need = estimate_mb(gym.make(ENV_ID, memory_limit_mb=1e6, **kw).unwrapped.memory_parts())
+    assert gym.make(ENV_ID, memory_limit_mb=1.01 * need, **kw).unwrapped.instance.n_instances \
+        == 300
+    with pytest.raises(ValueError, match=f"memory_limit_mb={0.99 * need:,.0f} "):
+        gym.make(ENV_ID, memory_limit_mb=0.99 * need, **kw)
     with pytest.raises(ValueError, match="memory_limit_mb=-1 is invalid"):
         gym.make(ENV_ID, memory_limit_mb=-1)
 
@@ -129,7 +131,7 @@ def test_max_episode_steps_is_the_episode_length(kw, steps):
 @pytest.mark.parametrize("kw", [{}, {"n_jobs": None}])
 @pytest.mark.parametrize("rate", [1e10, 2.0**63, 1e300])
 def test_arrival_rate_above_its_maximum_is_refused_by_name(rate, kw):
-    """Issue 23: a huge ``arrival_rate`` ran ``reset`` for minutes (2**63: for ever)."""
+    """A huge ``arrival_rate`` used to run ``reset`` for minutes (2**63: for ever)."""
     with pytest.raises(ValueError, match=r"arrival_rate=.* is invalid: must be a finite number"
                                          r" in \(0\.0, 1000000000\.0\]"):
         gym.make(ENV_ID, arrival_rate=rate, **kw)

@@ -105,3 +105,20 @@ def test_one_way_trading_stress_ratio_below_alpha_hat(p):
     opt = solve_p1(env.instance, env.jobs).value
     assert opt == pytest.approx(20.0 * p)  # OPT keeps the whole unit for the block
     assert 1.0 < opt / total <= alpha_hat(p) + 1e-9
+
+
+def test_p1_beyond_the_solvers_is_refused_in_one_line():
+    """A week of every node: OPT is not computed, and the line says the size and the most the
+    solver takes (``schedgym compare`` reports the ceiling as not computed)."""
+    from schedgym.envs.deadline_welfare.offline import P1TooLarge, episode_benchmarks, p1_size
+
+    env = gym.make(ENV_ID, scenario="alibaba-gpu-2023", n_instances="all", split="test",
+                   horizon=168, n_jobs=None, utility="log").unwrapped
+    env.reset(seed=0)
+    variables, rows = p1_size(env.instance, env.jobs)
+    assert variables > 5_000_000 and rows > 250_000
+    with pytest.raises(P1TooLarge, match=r"OPT \(P1\) of this episode is not computed at this "
+                                          r"size: .* variables, .* rows; the log solver takes "
+                                          r"at most 6,000 rows") as err:
+        episode_benchmarks(env)
+    assert isinstance(err.value, ValueError) and "\n" not in str(err.value)

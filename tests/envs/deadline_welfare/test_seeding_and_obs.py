@@ -93,8 +93,8 @@ def test_vector_copy_keeps_its_episode_when_a_reset_is_refused(n_bad):
     native = vec.unwrapped
     vec.reset(seed=3)
     good = native._episode_jobs(0)
-    buffers = [a[0, :5].copy() for a in (native._job_mask, native._job_cap, native._job_coef,
-                                         native._job_weight, native._job_scalars)]
+    names = ("_c_ptr", "_c_units", "_c_cap", "_c_coef", "_c_weight", "_job_scalars")
+    buffers = [getattr(native, k)[0].copy() for k in names]
     sampler = native.template._sample_jobs
     bad = sampler(11)
     big = Jobs.trusted(np.zeros(n_bad, np.int64), np.full(n_bad, 5, np.int64),
@@ -106,9 +106,9 @@ def test_vector_copy_keeps_its_episode_when_a_reset_is_refused(n_bad):
         native._reset_one(0, 7)
     native.template._sample_jobs = sampler
     assert native._episode_jobs(0) is good
-    for got, want in zip((native._job_mask, native._job_cap, native._job_coef,
-                          native._job_weight, native._job_scalars), buffers, strict=True):
-        np.testing.assert_array_equal(got[0, :5], want)
+    for name, want in zip(names, buffers, strict=True):
+        got = getattr(native, name)[0]
+        np.testing.assert_array_equal(got[:want.size], want, err_msg=name)
     # the copy still steps its own episode, as a fresh vector env seeded alike does
     fresh = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point", n_jobs=5)
     fresh.reset(seed=3)
