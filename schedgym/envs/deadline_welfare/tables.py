@@ -27,13 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numba
 import numpy as np
-
-if TYPE_CHECKING:
-    from schedgym.envs.deadline_welfare.types import Jobs
 
 #: Most (job, unit) entries one chunk holds (4 float64/int64 arrays: 32 bytes an entry).
 CHUNK_ENTRIES = 1 << 20
@@ -144,6 +141,28 @@ class ValueReader(Protocol):
         """``(capability, coef, weight)`` float64 ``(m,)`` of jobs ``n0 .. n1 - 1`` at their
         layout entries (``rows``: job offset ``n - n0``, ``units``: flat unit)."""
         ...
+
+
+class Jobs(Protocol):
+    """What this module reads of a :class:`~.types.Jobs` (declared here so that ``types`` may
+    import this module without a circle)."""
+
+    @property
+    def n_jobs(self) -> int: ...
+    @property
+    def n_instances(self) -> int: ...
+    @property
+    def n_slots(self) -> int: ...
+    @property
+    def sizes(self) -> np.ndarray: ...
+    @property
+    def values(self) -> UnitValues: ...
+    @property
+    def arrival(self) -> np.ndarray: ...
+    @property
+    def deadline(self) -> np.ndarray: ...
+    @property
+    def allowed(self) -> np.ndarray: ...
 
 
 class UnitValues(Protocol):
