@@ -278,7 +278,10 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         instance, raw, sampler, source = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             GainOverheadInstance, _CheckedGenerator(limit))
-        # The utility assignment lives in the instance; the sizes come from it.
+        # The utility assignment lives in the instance; the sizes come from it. A trace
+        # scenario's default horizon (None) is its sampler's episode length.
+        if raw.get("horizon") is None and sampler is not None:
+            raw = {**raw, "horizon": getattr(sampler, "horizon", None)}
         params = validate_params({**raw, "n_types": instance.n_types,
                                   "n_instances": instance.n_instances,
                                   "n_resources": instance.n_resources,
