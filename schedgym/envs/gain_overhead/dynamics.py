@@ -16,10 +16,9 @@ The compiled kernels (numba, ``cache=True``): the projection (:func:`_project_bl
 :func:`~schedgym.core.projection.project_block` per block), the reward (:func:`_score`), the
 supergradient (:func:`_supergradient_kernel`) and :func:`_step_body`, the step of the env and of
 the vector env in one call: decode, projection, reward, utilization of every copy (one copy is a
-batch of one, so both give the same bits), compiled as :func:`_step_rows` (one theta search for
-every block size) and, for the native vector env only, :func:`_step_rows_sized` (with the
-searches compiled per block size: the same bits). Every sum runs in one fixed order with plain loops
-(no BLAS), so a step gives the same bits in every process on one machine.
+batch of one, so both give the same bits), compiled once as :func:`_step_rows`. Every sum runs
+in one fixed order with plain loops (no BLAS), so a step gives the same bits in every process on
+one machine.
 
 Every public function checks the shapes and dtypes of its arrays (:func:`_vector`) before a
 kernel runs: the kernels index without bounds checks.
@@ -196,13 +195,12 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
 
 @numba.njit(cache=True, inline="always")
 def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
-                    work: np.ndarray, sized: bool) -> None:
+                    work: np.ndarray) -> None:
     """Exact projection of the block buffer ``zb`` ``(E K,)`` into ``vb``, block by block
     (:func:`~schedgym.core.projection.project_block`: the groups of the instances with ``n``
     channels are the columns of one ``(n, G_n)`` block, ``G_n`` = their number times ``K =
     n_res``); ``lb`` ``(sum_n G_n,)`` gets the loads of the block columns; ``work``: scratch of
-    ``WORK_ROWS`` times the largest block's columns; ``sized``: ``project_block``'s (a
-    constant)."""
+    ``WORK_ROWS`` times the largest block's columns."""
     per_size, caps, capacity = plan[2], plan[3], plan[4]
     at, at_g = 0, 0
     for n in range(1, per_size.size):
@@ -212,7 +210,7 @@ def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb:
         end, end_g = at + n * n_groups, at_g + n_groups
         project_block(zb[at:end].reshape((n, n_groups)), caps[at:end].reshape((n, n_groups)),
                       capacity[at_g:end_g], vb[at:end].reshape((n, n_groups)), lb[at_g:end_g],
-                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)), sized)
+                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
         at, at_g = end, end_g
 
 
@@ -240,7 +238,7 @@ def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) 
     zb, vb, lb = np.empty(size), np.empty(size), np.empty(n_cols)
     for p in range(size):
         zb[p] = zf[entries[p]]
-    _project_blocks(zb, plan, z.shape[1], vb, lb, np.empty(WORK_ROWS * n_cols), False)
+    _project_blocks(zb, plan, z.shape[1], vb, lb, np.empty(WORK_ROWS * n_cols))
     for p in range(size):
         yf[entries[p]] = vb[p]
     _spread_load(lb, plan[1], load.reshape(-1))
@@ -408,7 +406,7 @@ def _decode_rows(a: np.ndarray, rows: np.ndarray, upper: np.ndarray, z: np.ndarr
 def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
                codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
                type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
-               util32: np.ndarray, stats: np.ndarray, sized: bool) -> None:
+               util32: np.ndarray, stats: np.ndarray) -> None:
     """The step of ``n = rows.size`` copies; copy ``c`` plays the target ``a[rows[c]]`` ``(E
     K,)`` (float64, resource units: a decoded action or a learnable mode's target). Each
     copy's target is gathered into the plan's block layout, projected onto Y
@@ -419,7 +417,7 @@ def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
 
     Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``, and
     ``stats[c, :3]`` = (projection distance, gain, penalty). One copy gives the same bits alone
-    as in a batch, and ``sized`` (``project_block``'s, a constant) changes no bit either."""
+    as in a batch."""
     n, n_res = rows.size, beta.size
     entries, edge_start = plan[0], plan[5]
     size, n_cols = entries.size, plan[4].size
@@ -433,7 +431,7 @@ def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
         target = a[rows[c]]
         for p in range(size):  # into the plan's block layout
             zb[p] = target[entries[p]]
-        _project_blocks(zb, plan, n_res, vb, lb, work, sized)
+        _project_blocks(zb, plan, n_res, vb, lb, work)
         if not lin:
             map_flat_into(False, codes, alpha, vb, s, fb)
         gain, penalty, dist = _score(lin, vb, fb, zb, y[c], x[c], parts, edge_start,
@@ -447,32 +445,17 @@ def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
                codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
                type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
                util32: np.ndarray, stats: np.ndarray) -> None:
-    """:func:`_step_body` with one compiled projection for every block size: the single env's
-    step (and a small batch's)."""
+    """:func:`_step_body`, compiled: the step of the single env and of the native vector env."""
     _step_body(a, rows, x, plan, inv_cap, codes, alpha, lin, s, type_starts, beta, y, util,
-               util32, stats, False)
-
-
-@numba.njit(cache=True)
-def _step_rows_sized(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple,
-                     inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray, lin: bool,
-                     s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-                     util: np.ndarray, util32: np.ndarray, stats: np.ndarray) -> None:
-    """:func:`_step_body` with the projection compiled per block size: the native vector env's
-    step (compiled on its first use only)."""
-    _step_body(a, rows, x, plan, inv_cap, codes, alpha, lin, s, type_starts, beta, y, util,
-               util32, stats, True)
+               util32, stats)
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
-               decode: bool, sized: bool = False
-               ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One step of ``len(rows)`` copies in one compiled call (:func:`_step_rows`): copy ``c``
     acts with ``a[rows[c]]`` (``a``: ``(M, E K)``; with ``decode`` ``"allocation"``-mode
     actions, float32 or float64, else float64 targets in resource units) against arrivals
-    ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: integer indices in ``[0, M)``. ``sized``:
-    the projection compiled per block size (:func:`_step_rows_sized`; faster for a large
-    batch, compiled on its first use), the same bits.
+    ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: integer indices in ``[0, M)``.
 
     Returns ``(bad, y (n, E, K), utilization (n, R K), its float32 copy, stats (n, 5))`` with
     ``stats`` = (projection distance, gain, penalty, clip amount, utilization sum in numpy's
@@ -493,17 +476,16 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
         raise ValueError(f"rows has entries in [{rr.min()}, {rr.max()}]: must lie in "
                          f"[0, {aa.shape[0]}) (the rows of a)")
     return _run(inst, aa, _vector("rows", rr, (n,), (np.int64,)),
-                _vector("x", x, (n, inst.n_types)), bool(decode), bool(sized))
+                _vector("x", x, (n, inst.n_types)), bool(decode))
 
 
 def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
-         decode: bool, sized: bool = False
-         ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+         decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The step on arguments already checked (:func:`step_batch`, :func:`step_one`): ``a``
     ``(M, E K)`` (float64, or float32 actions with ``decode``), ``rows`` int64 in ``[0, M)``,
     ``x`` float64 ``(n, L)``, all C-contiguous. With ``decode`` the acting rows are decoded
     first (:func:`_decode_rows`), then every copy's target is projected and scored
-    (:func:`_step_rows`, or with ``sized`` :func:`_step_rows_sized`)."""
+    (:func:`_step_rows`)."""
     k, n = inst.kernel_arrays, rows.size
     E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
     y, util = np.empty((n, E, K)), np.empty((n, RK))
@@ -514,8 +496,7 @@ def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndar
         if bad >= 0:
             return bad, y, util, util32, stats
         a, rows = targets, np.arange(n)
-    step = _step_rows_sized if sized else _step_rows
-    step(a, rows, x, k.plan, k.inverse_capacities.reshape(-1), k.block_codes, k.block_alpha,
+    _step_rows(a, rows, x, k.plan, k.inverse_capacities.reshape(-1), k.block_codes, k.block_alpha,
          k.all_linear, k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util,
          util32, stats)
     stats[:, 3] = clip if decode else 0.0

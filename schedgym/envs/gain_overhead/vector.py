@@ -228,13 +228,13 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         """Step the copies ``live`` with actions ``a[live]`` against their arrivals ``x``: the
         single env's decode of its mode (inside the step kernel in the ``"allocation"`` mode,
         :func:`.actions.decode_batch` in the learnable ones), then the projection and score of
-        all of them in one compiled call (:func:`.dynamics.step_batch`, its projection compiled
-        per block size); returns ``(y, utilization, its float32 copy, stats)`` as that function
+        all of them in one compiled call (:func:`.dynamics.step_batch`, the single env's
+        kernel); returns ``(y, utilization, its float32 copy, stats)`` as that function
         does. Raises ``ValueError`` for a NaN/inf entry (the ``"allocation"`` decode checks in
         its own pass)."""
         inst = self.instance
         if self.action_mode == "allocation":
-            bad, y, util, util32, stats = dynamics.step_batch(inst, a, live, x, True, sized=True)
+            bad, y, util, util32, stats = dynamics.step_batch(inst, a, live, x, True)
             if bad >= 0:
                 self._check_finite(a, live)  # raises, naming the first bad entry
             return y, util, util32, stats
@@ -244,7 +244,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         served = x > 0 if self.arrivals_protocol == "revealed" else None  # observed = x(t)
         z = actions.decode_batch(inst, self.action_mode, clipped, self._envs[0]._ceiling, served)
         _, y, util, util32, stats = dynamics.step_batch(
-            inst, z.reshape(live.size, -1), np.arange(live.size), x, False, sized=True)
+            inst, z.reshape(live.size, -1), np.arange(live.size), x, False)
         stats[:, 3] = clip
         return y, util, util32, stats
 
