@@ -26,7 +26,6 @@ from schedgym.core.envbase import (
     unit_box,
     validate_action,
 )
-from schedgym.core.graph import reachable_capacity
 from schedgym.core.validation import check_bool, check_choice, check_float
 from schedgym.envs.gain_overhead import actions, dynamics, entities, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
@@ -53,9 +52,10 @@ MEMORY_LIMIT_MB = 4096.0
 def memory_estimate(n_types: int, n_instances: int, n_resources: int, horizon: int,
                     n_edges: int) -> float:
     """Rough peak memory (bytes) of an env of these sizes: the pre-drawn arrivals ``(T, L)``,
-    the generator's dense ``(L, R)`` graph and about 16 float64 ``(E, K)`` working arrays
-    (instance caches, action, projection). Used to refuse configurations a machine cannot hold."""
-    return float(16 * horizon * n_types + 2 * n_types * n_instances
+    the graph's int64 edge list ``(E, 2)``, about 16 float64 ``(E, K)`` working arrays
+    (instance caches, action, projection) and 8 ``(R, K)`` ones. Linear in every size (nothing
+    is dense in ``L x R``). Used to refuse configurations a machine cannot hold."""
+    return float(16 * horizon * n_types + 16 * n_edges
                  + 8 * 16 * n_edges * n_resources + 8 * 8 * n_instances * n_resources)
 
 
@@ -95,7 +95,7 @@ def instance_features(inst: GainOverheadInstance) -> np.ndarray:
     the type's instances whose utility family for ``k`` is linear. Then per resource:
     ``beta_k / (1 + beta_k)``. Sizes depend only on ``L`` and ``K``, never on the instance seed.
     """
-    reach = reachable_capacity(inst.mask, inst.capacities)  # (L, K)
+    reach = inst.reachable_capacity  # (L, K)
     req = inst.requests
     share = np.divide(req, req + reach, out=np.zeros_like(req), where=(req + reach) > 0)
     deg = np.diff(np.r_[inst.type_starts, inst.n_edges])[:, None]

@@ -257,6 +257,15 @@ class GainOverheadInstance:
         return _readonly(np.searchsorted(self.edge_type, np.arange(self.n_types)))
 
     @cached_property
+    def reachable_capacity(self) -> np.ndarray:
+        """float ``(L, K)``: ``sum_{r in R_l} c_r^k``, the capacity each type can reach, summed
+        over the type's channels in instance order (``O(E K)``, no dense ``(L, R)`` mask; the
+        same bits as :func:`schedgym.core.graph.reachable_capacity` on :attr:`mask`, whose
+        zeros at the non-edges change no sum)."""
+        return _readonly(np.add.reduceat(self.capacities[self.edge_instance], self.type_starts,
+                                         axis=0))
+
+    @cached_property
     def instance_slots(self) -> np.ndarray:
         """int ``(R, D)``: edge indices of each instance padded with ``-1`` (D = max ``|L_r|``).
 
