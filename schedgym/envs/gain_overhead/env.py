@@ -406,9 +406,36 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             return self._entities.encode(obs)
         return obs
 
-    # ------------------------------------------- state shared with the native vector env
-    # GainOverheadVectorEnv keeps every copy's episode in its own batch arrays and steps them
-    # all at once; these two methods are the only way it touches a copy's state.
+    # ------------------------------------------- what the native vector env reads
+    # GainOverheadVectorEnv (:mod:`.vector`) builds its batch from one of these envs (its
+    # template) and reads it only through the four read-only properties below; it keeps every
+    # copy's episode in its own batch arrays and steps them all at once, and the two methods
+    # after them are the only way it touches a copy's state.
+    @property
+    def flat_space(self) -> spaces.Dict:
+        """The flat observation's ``Dict`` space (``arrivals``, ``utilization``, ``progress``
+        and, with ``instance_features=True``, ``instance``), whatever ``obs_mode`` is: the
+        vector env assembles the flat observation in its key order."""
+        return self._flat_space
+
+    @property
+    def entity_encoder(self) -> entities.EntityEncoder | None:
+        """The encoder of the entity observation (``obs_mode="entities"``), else ``None``; its
+        ``encode_batch`` turns a batch of flat observations into entity observations."""
+        return self._entities
+
+    @property
+    def instance_feature_values(self) -> np.ndarray | None:
+        """The ``instance`` observation entry (float32 ``(3 L K + K,)``, the same in every slot:
+        :func:`instance_features`) with ``instance_features=True``, else ``None``. Read-only."""
+        return readonly_view(self._features) if self.instance_features else None
+
+    @property
+    def price_ceiling(self) -> np.ndarray:
+        """The ``prices`` decoder's ceiling ``pmax`` ``(L, K)`` (:func:`.actions.price_ceiling`,
+        the price at which no channel of the type asks for anything). Read-only."""
+        return readonly_view(self._ceiling)
+
     def share_arrivals(self, row: np.ndarray) -> None:
         """Copy this episode's arrivals ``(T, L)`` into ``row`` and use ``row`` as the episode's
         arrival table from now on (the batch owns the storage; the values are unchanged)."""
@@ -460,9 +487,9 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             a, clip = clip_unit(validate_action(action, self._n_action))
             bad, y, util, util32, stats = dynamics.step_one(self.instance,
                                                             self._target(a).reshape(-1), x, False)
-            stats[3] = clip
+            stats[dynamics.STAT_CLIP] = clip
         # the float32 observation and np.add.reduce(util)'s bits come from the same call
-        dist, gain, penalty, clip, used = stats.tolist()
+        dist, gain, penalty, clip, used = stats.tolist()  # dynamics.STATS_FIELDS
         self._util = util
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {

@@ -111,7 +111,8 @@ class KernelArrays(NamedTuple):
     (read-only) attributes instead.
 
     Attributes:
-        plan: the :class:`ProjectionPlan`'s six arrays, as a plain tuple.
+        plan: the :class:`ProjectionPlan` with writable copies of its arrays (the kernels read
+            its fields by name: numba types a named tuple of arrays by its fields).
         inverse_capacities: ``(R, K)``. codes, alpha: ``(E, K)`` utility codes and parameters.
         reciprocal_scale: ``s``. type_starts: ``(L,)``. beta: ``(K,)``.
         block_codes, block_alpha: ``codes`` and ``alpha`` flat in the projection plan's block
@@ -121,7 +122,7 @@ class KernelArrays(NamedTuple):
         caps: ``(E K,)`` the per-channel caps ``a_l^k`` row-major (the allocation decode's).
     """
 
-    plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    plan: ProjectionPlan
     inverse_capacities: np.ndarray
     codes: np.ndarray
     alpha: np.ndarray
@@ -292,8 +293,7 @@ class GainOverheadInstance:
         """Writable copies of the arrays the compiled step reads (see :class:`KernelArrays`);
         internal to :mod:`.dynamics`."""
         p = self.projection_plan
-        return KernelArrays((np.array(p.entries), np.array(p.groups), np.array(p.per_size),
-                             np.array(p.caps), np.array(p.capacity), np.array(p.edge_start)),
+        return KernelArrays(ProjectionPlan(*(np.array(field) for field in p)),
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),
