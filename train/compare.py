@@ -115,14 +115,14 @@ def _seeds(args: argparse.Namespace) -> list[int]:
         if args.episodes < 1:
             raise ValueError(f"episodes={args.episodes} is invalid: must be >= 1")
         return list(range(args.episodes))
-    return parse_seeds(args.seeds or "0-2")
+    return parse_seeds(args.seeds or "0-2", "--seeds")
 
 
 def _instance_seeds(args: argparse.Namespace) -> list[int]:
     if args.instance_seed is not None and args.instance_seeds is not None:
         raise ValueError("give either --instance-seed or --instance-seeds, not both")
     if args.instance_seeds is not None:
-        return parse_seeds(args.instance_seeds)
+        return parse_seeds(args.instance_seeds, "--instance-seeds")
     return [args.instance_seed or 0]
 
 

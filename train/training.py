@@ -65,6 +65,7 @@ from schedgym.train.cli_options import (
 )
 from schedgym.train.stats import parse_seeds
 from schedgym.train.train_config import TrainConfig
+from schedgym.train.train_report import stop_reason
 from schedgym.train.trainer import TrainResult, train
 
 #: The training API, kept importable from here (the command's own module):
@@ -146,21 +147,23 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` of ``schedgym train``'s parsed arguments."""
     env = env_options(args)
 
-    def seeds(text: str | None) -> tuple[int, ...] | None:
-        return tuple(parse_seeds(text)) if text is not None else None
+    def seeds(text: str | None, flag: str) -> tuple[int, ...] | None:
+        return tuple(parse_seeds(text, flag)) if text is not None else None
 
     return TrainConfig(
         args.algo, env.env_id, config=args.config,
         hyperparams=parse_overrides(args.hparams, "--hp"), timesteps=args.timesteps,
         n_envs=args.n_envs, seed=args.seed, scenario=env.scenario,
         instance_seed=env.instance_seed, overrides=env.overrides,
-        instance_seeds=seeds(args.instance_seeds),
-        eval_instance_seeds=seeds(args.eval_instance_seeds), out=args.out, name=args.name,
+        instance_seeds=seeds(args.instance_seeds, "--instance-seeds"),
+        eval_instance_seeds=seeds(args.eval_instance_seeds, "--eval-instance-seeds"),
+        out=args.out, name=args.name,
         overwrite=args.overwrite, resume=args.resume, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, eval_seed=args.eval_seed, eval_draws=args.eval_draws,
         checkpoint_freq=args.checkpoint_freq, log_every=args.log_every,
         beside=tuple(split_specs(args.beside)) if args.beside else (),
-        beside_seeds=tuple(parse_seeds(args.beside_seeds)), progress=not args.no_progress,
+        beside_seeds=tuple(parse_seeds(args.beside_seeds, "--beside-seeds")),
+        progress=not args.no_progress,
         verbose=args.verbose, device=args.device, threads=args.threads,
         max_minutes=args.max_minutes, policy=args.policy)
 
@@ -233,7 +236,7 @@ def main(args: argparse.Namespace) -> int:
     if args.seeds is not None:
         if args.resume is not None:
             raise ValueError("--seeds with --resume is invalid: resume one run at a time")
-        dirs = _train_seeds(cfg, parse_seeds(args.seeds), args.ray, args.workers)
+        dirs = _train_seeds(cfg, parse_seeds(args.seeds, "--seeds"), args.ray, args.workers)
         for d in dirs:
             print(f"trained: {d / 'model.zip'}")
         print(f"monitor: tensorboard --logdir {args.out}")
@@ -241,9 +244,9 @@ def main(args: argparse.Namespace) -> int:
     if args.ray is not None:
         raise ValueError("--ray is invalid without --seeds: a single run trains in this process")
     res = train(cfg)
-    state = "interrupted (Ctrl-C) after" if res.interrupted else "trained"
-    print(f"{state} {cfg.algo} on {cfg.env_id} for {res.timesteps} steps in {res.wall_s:.0f} s; "
-          f"saved {res.model_path}, config.yml, run.json in {res.run_dir}")
+    why = stop_reason(res.interrupted, res.timesteps, res.target_timesteps, cfg.max_minutes)
+    print(f"done: {cfg.algo} on {cfg.env_id} {why}, in {res.wall_s:.0f} s; saved "
+          f"{res.model_path}, config.yml, run.json in {res.run_dir}", flush=True)
     for agent, folder in zip(cfg.beside, res.beside_dirs, strict=False):
         print(f"beside: played {agent} on episode seeds "
               f"{','.join(map(str, cfg.beside_seeds))} -> {folder}")

@@ -289,6 +289,21 @@ def test_seed_lists_are_parsed_and_bounded():
         parse_seeds("0-99999999999")  # refused before a list of 10^11 seeds is built
 
 
+@pytest.mark.parametrize("cmd, flag", [
+    (["train", "ppo", GO, "--instance-seeds", "5-1"], "--instance-seeds"),
+    (["train", "ppo", GO, "--eval-instance-seeds", "5-1"], "--eval-instance-seeds"),
+    (["train", "ppo", GO, "--beside-seeds", "5-1"], "--beside-seeds"),
+    (["train", "ppo", GO, "--seeds", "5-1"], "--seeds"),
+    (["compare", GO, "--agents", "drf", "--instance-seeds", "5-1"], "--instance-seeds"),
+    (["compare", GO, "--agents", "drf", "--seeds", "5-1"], "--seeds"),
+])
+def test_a_reversed_seed_range_names_the_option_and_the_range(capsys, cmd, flag):
+    assert main(cmd) == 2
+    line = _error_line(capsys)
+    assert line == (f"schedgym {cmd[0]}: error: {flag} '5-1' is invalid: the range 5-1 runs "
+                    "backwards; write 1-5"), line
+
+
 # ------------------------------------------------------------ shared options
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:

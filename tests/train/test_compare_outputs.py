@@ -500,3 +500,32 @@ def test_learned_agents_are_labelled_by_run_folder_and_file_in_the_table():
                      a: "ppo:…/ppo_s0/model.zip",
                      b: "ppo:…/ppo_s1/model.zip[deterministic=false]", "ppo:m.zip": "ppo:m.zip"}
     assert display_names([a, twin]) == {a: a, twin: twin}  # the same short label: both in full
+
+
+def test_the_compile_notice_never_breaks_into_a_progress_bar(monkeypatch):
+    """A first compile while a bar is drawn (a kernel first called mid-run) printed the notice
+    after the bar's text on the bar's line; now it is a line of its own above the bar."""
+    from tqdm import tqdm
+
+    from schedgym import _compile_notice
+
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    listener = _compile_notice._FirstCompile()
+
+    class _Event:
+        data = {"dispatcher": type("D", (), {"py_func": staticmethod(_compile_notice.say)})}
+
+    bar = tqdm(total=10, file=term, desc="steps", mininterval=0)
+    bar.update(3)
+    listener.on_start(_Event())
+    bar.close()
+    text = term.getvalue()
+    at = text.index(_compile_notice.NOTICE)
+    assert at > 0 and text[at - 1] in "\r\n", repr(text[max(at - 40, 0):at + 10])
+    assert "steps:  30%" in text[at:], "the bar is drawn again below the notice"
+    term.seek(0)
+    term.truncate()
+    listener.said = False
+    listener.on_start(_Event())  # no bar: a plain line
+    assert term.getvalue() == _compile_notice.NOTICE + "\n"
