@@ -33,6 +33,11 @@ SUBCOMMANDS = {
 }
 
 
+#: how an unknown keyword is said for Python's and TorchRL's sake ("unexpected keyword argument
+#: 'X' (an unknown parameter 'X')"), said once on the command line
+_UNKNOWN_KEYWORD = re.compile(r" got an unexpected keyword argument ('[^']*') "
+                              r"\(an unknown parameter \1\)")
+
 #: what ``gym.make`` appends to an env constructor's error message
 _GYM_CREATOR_SUFFIX = re.compile(r" was raised from the environment creator for \S+ with kwargs "
                                  r"\(.*\)$")
@@ -155,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         msg = " ".join(str(exc).split()) or type(exc).__name__
         msg = _GYM_CREATOR_SUFFIX.sub("", msg)  # gym.make's note repeats the keywords given
+        msg = _UNKNOWN_KEYWORD.sub(r": unknown parameter \1", msg)
         if isinstance(exc, OSError) and exc.filename is not None and str(exc.filename) not in msg:
             msg = f"{msg}: {exc.filename}"
         print(f"schedgym {args.command}: error: {msg}", file=sys.stderr)

@@ -276,6 +276,27 @@ def test_misspelt_set_key_gets_a_did_you_mean_in_one_clean_line(tmp_path, capsys
     line = _error_line(capsys)
     assert "unknown parameter 'horizn'" in line and "did you mean 'horizon'?" in line, line
     assert "was raised from the environment creator" not in line
+    assert line.count("horizn") == 1, line  # said once
+
+
+@pytest.mark.parametrize("source", ["--hp", "--config"])
+def test_a_misspelt_hyperparameter_is_said_once(tmp_path, capsys, source):
+    if source == "--hp":
+        args = ["--hp", "n_step=5"]
+    else:
+        cfg = tmp_path / "bad.yml"
+        cfg.write_text(f"{GO}:\n  policy: MlpPolicy\n  n_step: 5\n")
+        args = ["--config", str(cfg)]
+    assert main(["train", "ppo", GO, *args, "--out", str(tmp_path / "o")]) == 2
+    line = _error_line(capsys)
+    assert "unknown parameter 'n_step' (did you mean 'n_steps'?)" in line, line
+    assert line.count("n_step'") == 1 and "unexpected keyword" not in line, line
+
+
+def test_compare_help_says_a_default_folder_moves_on_to_name_2():
+    flat = " ".join(_helps(build_parser())["compare"].split())
+    assert "moves on to NAME-2, NAME-3" in flat, flat
+    assert "an existing one is refused unless" not in flat
 
 
 def test_seed_lists_are_parsed_and_bounded():

@@ -529,3 +529,36 @@ def test_the_compile_notice_never_breaks_into_a_progress_bar(monkeypatch):
     listener.said = False
     listener.on_start(_Event())  # no bar: a plain line
     assert term.getvalue() == _compile_notice.NOTICE + "\n"
+
+
+def test_the_interrupt_line_counts_episodes_as_the_bar_does(tmp_path):
+    """The bar counts agents' episodes; the Ctrl-C line counted tasks (episodes and offline
+    benchmarks together), so the two numbers never agreed."""
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train.head_to_head import compare_spec
+    from schedgym.train.sweep import SweepOutcome, interrupted_line, plan
+    from schedgym.train.tasks import BENCHMARK
+
+    spec = compare_spec(GO, ["drf", "random"], [0, 1, 2])  # 6 episodes, 3 benchmarks
+
+    class _Store:
+        path = tmp_path
+
+        def __init__(self, keys):
+            self.spec, self.keys = spec, set(keys)
+
+        def done(self):
+            return self.keys
+
+    tasks = plan(spec)
+    first = [t.key for t in tasks[:4]]  # drf 0, random 0, benchmark 0, drf 1
+    line = interrupted_line(_Store(first), SweepOutcome(ran=4, episodes_done=3,
+                                                        episodes_todo=6))
+    assert line.startswith("interrupted: 3 of 6 episodes finished (1 of 3 offline "
+                           "benchmarks), kept in "), line
+    # a resumed run: the bar counted what was left; the line says that, then the run's total
+    resumed = interrupted_line(_Store([*first, tasks[4].key]),
+                               SweepOutcome(ran=1, episodes_done=1, episodes_todo=3))
+    assert resumed.startswith("interrupted: 1 of 3 episodes finished (4 of 6 episodes of the "
+                              "run, 1 of 3 offline benchmarks)"), resumed
+    assert sum(t.agent == BENCHMARK for t in tasks) == 3
