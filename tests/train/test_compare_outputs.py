@@ -562,3 +562,26 @@ def test_the_interrupt_line_counts_episodes_as_the_bar_does(tmp_path):
     assert resumed.startswith("interrupted: 1 of 3 episodes finished (4 of 6 episodes of the "
                               "run, 1 of 3 offline benchmarks)"), resumed
     assert sum(t.agent == BENCHMARK for t in tasks) == 3
+
+
+def test_plot_legends_keep_the_part_that_tells_the_models_apart():
+    from schedgym.train.plots import legend_labels
+
+    a = "ppo:runs/FluctuatingSpeed-v0/s0_entity_12min/best_model.zip"
+    b = "ppo:runs/FluctuatingSpeed-v0/s1_entity_12min/best_model.zip"
+    c = b + "[deterministic=false]"
+    labels, note = legend_labels(["esdp-aa", a, b, c])
+    assert labels == {"esdp-aa": "esdp-aa", a: "ppo:s0_entity_12min",
+                      b: "ppo:s1_entity_12min", c: "ppo:s1_entity_12min"
+                      "[deterministic=false]"}
+    assert note == "models: runs/FluctuatingSpeed-v0/*/best_model.zip"
+    # the old cut kept 18 characters of each end: both models read the same
+    assert a[:18] + "..." + a[-18:] == b[:18] + "..." + b[-18:]
+    # one model, its mode and its draws: folder and file, options kept
+    one, note = legend_labels([a, a + "[deterministic=false]"])
+    assert one[a] == "ppo:…/s0_entity_12min/best_model.zip" and note == ""
+    drawn = one[a + "[deterministic=false]"]
+    assert len(drawn) == 48 and drawn.endswith("_model.zip[deterministic=false]"), drawn
+    # models in different folders of different depths
+    labels, _ = legend_labels(["ppo:x/model.zip", "a2c:runs/y/model.zip"])
+    assert labels == {"ppo:x/model.zip": "ppo:x", "a2c:runs/y/model.zip": "a2c:runs/y"}
