@@ -102,17 +102,20 @@ def finish_message(command: str, store: RunStore, out: SweepOutcome) -> int:
         print(f"\n{interrupted_line(store, out)}\n"
               f"resume with: schedgym {command} --resume {store.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if out.failed:
-        print(f"{len(out.failed)} of {total} tasks failed (recorded in "
+    # an agent declining this size (NotComputed) is no failure: the report says it is not
+    # computed, once per agent (summary.not_computed_lines)
+    failed = [rec for rec in out.failed if not rec.get("not_computed")]
+    if failed:
+        print(f"{len(failed)} of {total} tasks failed (recorded in "
               f"{Path(store.path) / 'episodes.jsonl'}; the table leaves them out):",
               file=sys.stderr)
-        for rec in out.failed[:20]:
+        for rec in failed[:20]:
             setting, agent, inst, seed = rec["key"]
             where = f"{setting}: " if setting else ""
             print(f"  {where}{agent} instance_seed={inst} seed={seed}: {rec['error']}",
                   file=sys.stderr)
-        if len(out.failed) > 20:
-            print(f"  ... and {len(out.failed) - 20} more", file=sys.stderr)
+        if len(failed) > 20:
+            print(f"  ... and {len(failed) - 20} more", file=sys.stderr)
         print(f"retry the failed ones with: schedgym {command} --resume {store.path}",
               file=sys.stderr)
         return EXIT_FAILED

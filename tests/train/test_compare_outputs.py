@@ -585,3 +585,56 @@ def test_plot_legends_keep_the_part_that_tells_the_models_apart():
     # models in different folders of different depths
     labels, _ = legend_labels(["ppo:x/model.zip", "a2c:runs/y/model.zip"])
     assert labels == {"ppo:x/model.zip": "ppo:x", "a2c:runs/y/model.zip": "a2c:runs/y"}
+
+
+def test_a_ceiling_too_large_to_compute_is_said_not_computed(tmp_path, monkeypatch, capsys):
+    """DeadlineWelfare's OPT beyond the LP's size raised P1TooLarge inside the benchmark task:
+    every benchmark was a failed task (exit 1). Now the table is printed without the ceiling
+    and one line says it was not computed, and why."""
+    import json
+
+    from schedgym.envs.deadline_welfare import ENV_ID as DW
+    from schedgym.envs.deadline_welfare import offline
+
+    monkeypatch.setattr(offline, "MAX_LP_VARIABLES", 1)  # every episode's P1 is "too large"
+    out = tmp_path / "c"
+    rc = cli(["compare", DW, "--agents", "max-first,random", "--seeds", "0-1", *_sets(DW),
+              "--out", str(out), "--workers", "1", "--quiet", "--no-plots"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    said = [s for s in captured.out.splitlines() if "not computed" in s]
+    assert len(said) == 1, captured.out
+    assert said[0].startswith("OPT: not computed (2 of 2 episodes): OPT (P1) of this episode "
+                              "is not computed at this size: "), said
+    assert "failed" not in captured.err
+    legend = json.loads((out / "summary.json").read_text())["legend"]
+    assert legend["ceiling"] is None
+    assert legend["not_computed"]["OPT"]["episodes"] == 2
+    # a resume has nothing left to run: the refusal is a result, not a failure to retry
+    assert cli(["compare", "--resume", str(out), "--workers", "1", "--quiet",
+                "--no-plots"]) == 0
+
+
+def test_an_agent_that_declines_the_size_is_not_a_failure(tmp_path, monkeypatch, capsys):
+    """The same mechanism for an agent (a ceiling agent such as myopic-opt may refuse a size
+    with NotComputed): one line per agent, exit status 0, the others in the table."""
+    from schedgym.core.limits import NotComputed
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train import runner
+
+    real = runner.build_agent
+
+    def build(spec, env):  # the episodes' agents (compare's warm-up builds its own)
+        if str(spec) == "myopic-opt":
+            raise NotComputed("myopic-opt is not computed at 3 types x 3 nodes: test refusal")
+        return real(spec, env)
+
+    monkeypatch.setattr(runner, "build_agent", build)
+    out = tmp_path / "c"
+    rc = cli(["compare", GO, "--agents", "drf,myopic-opt", "--seeds", "0-1", *_sets(GO),
+              "--out", str(out), "--workers", "1", "--quiet", "--no-plots", "--no-benchmarks"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    said = [s for s in captured.out.splitlines() if "not computed" in s]
+    assert said == ["myopic-opt: not computed (2 of 2 episodes): myopic-opt is not computed at "
+                    "3 types x 3 nodes: test refusal"], captured.out
