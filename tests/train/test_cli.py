@@ -293,6 +293,20 @@ def test_a_misspelt_hyperparameter_is_said_once(tmp_path, capsys, source):
     assert line.count("n_step'") == 1 and "unexpected keyword" not in line, line
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["train", "pp", GO], "schedgym train: error: argument algo: invalid choice: 'pp'"),
+    (["train", "ppo"], "schedgym train: error: the following arguments are required: ENV_ID"),
+    (["compare", GO, "--seeds"], "schedgym compare: error: argument --seeds: expected one "),
+    (["nosuchcommand"], "schedgym: error: argument COMMAND: invalid choice: 'nosuchcommand'"),
+])
+def test_a_usage_error_is_one_line_not_the_usage_block(capsys, argv, says):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    line = _error_line(capsys)
+    assert line.startswith(says) and line.endswith("--help)"), line
+
+
 def test_compare_help_says_a_default_folder_moves_on_to_name_2():
     flat = " ".join(_helps(build_parser())["compare"].split())
     assert "moves on to NAME-2, NAME-3" in flat, flat
