@@ -21,18 +21,27 @@ NOTICE = ("schedgym: compiling the kernels on first use (once per install or ker
           "later runs load them from the cache)...")
 
 
+#: What a worker process writes before its notice on the shared terminal: back to the start of
+#: the line and clear it (the parent's progress bar is drawn there; it redraws itself below).
+CLEAR_LINE = "\r\x1b[K"
+
+
 def say(text: str) -> None:
     """Print ``text`` as one line of its own on stderr, also while a progress bar is drawn
     there: through tqdm's ``write`` (which clears the bars, prints the line and draws them again
-    below it) when a tqdm bar is open, else a plain print. tqdm is not imported for this: a
-    process that never imported it has no bar."""
+    below it) when a tqdm bar is open in this process; from a worker process (whose parent may
+    draw a bar on the same terminal) after :data:`CLEAR_LINE`; else a plain print. tqdm is not
+    imported for this: a process that never imported it has no bar."""
+    import multiprocessing
+
     std = sys.modules.get("tqdm.std")
     bar_cls = getattr(std, "tqdm", None)
     if bar_cls is not None and len(getattr(bar_cls, "_instances", ())) > 0:
         bar_cls.write(text, file=sys.stderr)
         sys.stderr.flush()
         return
-    print(text, file=sys.stderr, flush=True)
+    worker = multiprocessing.parent_process() is not None
+    print((CLEAR_LINE if worker else "") + text, file=sys.stderr, flush=True)
 
 
 class _FirstCompile(event.Listener):

@@ -529,6 +529,15 @@ def test_the_compile_notice_never_breaks_into_a_progress_bar(monkeypatch):
     listener.said = False
     listener.on_start(_Event())  # no bar: a plain line
     assert term.getvalue() == _compile_notice.NOTICE + "\n"
+    # a worker process, whose parent may draw a bar on the same terminal: the line is cleared
+    term.seek(0)
+    term.truncate()
+    listener.said = False
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    listener.on_start(_Event())
+    assert term.getvalue() == _compile_notice.CLEAR_LINE + _compile_notice.NOTICE + "\n"
 
 
 def test_the_interrupt_line_counts_episodes_as_the_bar_does(tmp_path):
