@@ -1,17 +1,18 @@
 """What ``schedgym train`` says as it goes, and how it says why it stopped.
 
-- :class:`TrainReport`: an SB3 callback printing one line on stdout per evaluation and, when no
-  progress bar shows the rate, one per :data:`REPORT_EVERY_S` seconds: steps done of the
-  target, steps per second, wall clock, and the last evaluation's mean return with its ratio to
-  the best classical agent when one is known. Printed with ``flush``, so a piped or logged run
-  shows it as it happens; beside a progress bar through ``tqdm.write``, which keeps the bar
-  whole.
+- :class:`TrainReport`: an SB3 callback printing lines on stdout: steps done of the target,
+  steps per second, wall clock, then one per evaluation with its mean return and, when no
+  progress bar shows the rate, one per :data:`REPORT_EVERY_S` seconds with the mean return of
+  the last training episodes; each return with its ratio to the best classical agent when one
+  was played on those instances. Printed with ``flush``, so a piped or logged run shows it as
+  it happens; beside a progress bar through ``tqdm.write``, which keeps the bar whole.
 - :func:`classical_reference`: that best classical agent: the ``--beside`` agents (clairvoyant
   benchmarks and the ``myopic-opt`` ceiling left out) each played, in its own mode, on the
-  evaluation instances, one episode per evaluation episode (episode seeds ``--beside-seeds``,
-  cycled). The learner's evaluation episodes are drawn by the evaluation env's own generator,
-  so the ratio compares means over different episodes of the same instances: a trend, not a
-  per-episode ratio as ``schedgym compare`` gives.
+  evaluation instances, one episode per evaluation episode, or, for a run that does not
+  evaluate, on its first training instances (episode seeds ``--beside-seeds``, cycled). The
+  learner's episodes are drawn by its envs' own generators (and its training episodes with
+  its exploration), so a ratio compares means over different episodes of the same instances:
+  a trend, not the per-episode ratio of ``schedgym compare``.
 - :func:`stop_reason`: which limit ended a run (the step target, the time budget, Ctrl-C) and
   how much of the target it reached, for the closing summary.
 """
@@ -28,18 +29,23 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 #: Seconds between two progress lines when no progress bar is shown (and no evaluation spoke).
 REPORT_EVERY_S = 60.0
+#: Training instances the reference plays on when the run does not evaluate.
+REFERENCE_INSTANCES = 5
 #: Agents that are no classical rival to set a learner's score against (the online ceiling).
 NOT_A_RIVAL = ("myopic-opt",)
 
 
 @dataclass(frozen=True)
 class Reference:
-    """The best classical agent's mean return on the evaluation instances: ``agent`` (its spec),
-    ``mean`` (env units) and ``episodes`` (how many it played)."""
+    """The best classical agent's mean return: ``agent`` (its spec), ``mean`` (env units),
+    ``episodes`` (how many it played) and ``instances``: the returns it is set beside,
+    ``"evaluation"`` (it played the evaluation instances) and/or ``"training"`` (it played
+    training instances: a run that does not evaluate, or evaluates on its training instances)."""
 
     agent: str
     mean: float
     episodes: int
+    instances: tuple[str, ...] = ("evaluation",)
 
 
 def rival_agents(specs: Sequence[str]) -> list[str]:
@@ -58,10 +64,12 @@ def rival_agents(specs: Sequence[str]) -> list[str]:
 
 def classical_reference(env_id: str, agents: Sequence[str], instances: Sequence[int],
                         episodes: int, seeds: Sequence[int], scenario: str | None,
-                        env_kw: dict[str, Any]) -> Reference | None:
+                        env_kw: dict[str, Any], kind: tuple[str, ...] = ("evaluation",)
+                        ) -> Reference | None:
     """The best of ``agents`` (:func:`rival_agents` of them) by mean return over ``episodes``
     episodes on ``instances`` (episode ``k`` on ``instances[k % len]`` with seed
-    ``seeds[k % len]``), each agent in its own mode; ``None`` when no rival is given."""
+    ``seeds[k % len]``), each agent in its own mode; ``None`` when no rival is given.
+    ``kind``: which instances these are (:attr:`Reference.instances`)."""
     from schedgym.train.runner import build_agent, run_episode
     from schedgym.train.tensorboard import make_agent_env
 
@@ -83,7 +91,7 @@ def classical_reference(env_id: str, agents: Sequence[str], instances: Sequence[
             total += float(res.metrics["reward"])
         mean = total / episodes
         if best is None or mean > best.mean:
-            best = Reference(spec, mean, episodes)
+            best = Reference(spec, mean, episodes, kind)
     return best
 
 
@@ -145,8 +153,9 @@ class TrainReport(BaseCallback):
             if self.reference is not None:
                 r = self.reference
                 self._emit(f"{self.name}: reference {r.agent} returns {_num(r.mean)} on "
-                           f"average over {r.episodes} evaluation episode(s), the best "
-                           "classical agent of --beside")
+                           f"average over {r.episodes} episode(s) of the "
+                           f"{' and '.join(r.instances)} instances, the best classical agent "
+                           "of --beside")
         budget = "" if self.seconds is None else f", time budget {self.seconds / 60:g} min"
         self._emit(f"{self.name}: training to {self.n_steps:,} steps{budget}; a line per evaluation"
                    + ("" if self.bar else f" or every {self.every_s:g} s"))
@@ -175,24 +184,39 @@ class TrainReport(BaseCallback):
         """``"evaluation 812.4 (0.97 x esdp-aa), best 840.1"`` of the last evaluation."""
         ev = self.evaluation
         score = float(ev.last_mean_reward)
-        text = f"evaluation {_num(score)}"
-        ref = self.reference
-        if ref is not None and ref.mean != 0:
-            text += f" ({score / ref.mean:.3f} x {ref.agent})"
+        text = f"evaluation {_num(score)}" + self._ratio(score, "evaluation")
         best = float(getattr(ev, "best_mean_reward", float("-inf")))
         if best > float("-inf") and best != score:
             text += f", best {_num(best)}"
         return text
 
-    def _report(self, force: bool = False) -> None:
+    def _ratio(self, score: float, instances: str) -> str:
+        """`` (0.97 x esdp-aa)`` when the reference was played on these ``instances``."""
+        ref = self.reference
+        if ref is None or ref.mean == 0 or instances not in ref.instances:
+            return ""
+        return f" ({score / ref.mean:.3f} x {ref.agent})"
+
+    def training_text(self) -> str:
+        """``"training episodes 790.2 (0.94 x esdp-aa), last 12"``: the mean return of the
+        training episodes SB3 keeps (its last 100, with the policy's exploration), or ``""``
+        before the first one ends."""
+        infos = list(getattr(self.model, "ep_info_buffer", None) or ())
+        if not infos:
+            return ""
+        mean = sum(float(i["r"]) for i in infos) / len(infos)
+        return (f"; training episodes {_num(mean)}{self._ratio(mean, 'training')}, last "
+                f"{len(infos)}")
+
+    def _report(self) -> None:
         now = time.perf_counter()
         n = self._evaluations()
         if n > self._seen:
             self._seen = n
             self._emit(f"{self.name}: {self.status(now)}; {self.evaluation_text()}")
             self._last_line = now
-        elif force or (not self.bar and now - self._last_line >= self.every_s):
-            self._emit(f"{self.name}: {self.status(now)}")
+        elif not self.bar and now - self._last_line >= self.every_s:
+            self._emit(f"{self.name}: {self.status(now)}{self.training_text()}")
             self._last_line = now
 
     def _on_step(self) -> bool:
@@ -222,14 +246,22 @@ def stop_reason(interrupted: bool, timesteps: int, target: int,
 def train_report(cfg: Any, env_kw: dict[str, Any], evaluation: Any, n_steps: int,
                  seconds: float | None, episodes: int) -> TrainReport:
     """The :class:`TrainReport` of a run of ``cfg`` (a ``TrainConfig``): lines named after the
-    run folder, the reference of ``cfg.beside`` on the evaluation instances when the run
-    evaluates (``evaluation`` not None, ``episodes`` per evaluation)."""
+    run folder; the reference of ``cfg.beside`` on the evaluation instances when the run
+    evaluates (``evaluation`` not None, ``episodes`` per evaluation), else on the first
+    :data:`REFERENCE_INSTANCES` training instances (at least 3 episodes)."""
 
     def reference() -> Reference | None:
-        if evaluation is None or not cfg.beside:
+        if not cfg.beside:
             return None
-        return classical_reference(cfg.env_id, cfg.beside, cfg.evaluation_instances(),
-                                   episodes, cfg.beside_seeds, cfg.scenario, env_kw)
+        if evaluation is not None:
+            inst = cfg.evaluation_instances()
+            same = set(inst) == set(cfg.training_instances())
+            return classical_reference(cfg.env_id, cfg.beside, inst, episodes,
+                                       cfg.beside_seeds, cfg.scenario, env_kw,
+                                       ("evaluation", "training") if same else ("evaluation",))
+        inst = cfg.training_instances()[:REFERENCE_INSTANCES]
+        return classical_reference(cfg.env_id, cfg.beside, inst, max(len(inst), 3),
+                                   cfg.beside_seeds, cfg.scenario, env_kw, ("training",))
 
     return TrainReport(n_steps, seconds, evaluation, reference, bar=bool(cfg.progress),
                        name=cfg.run_name)

@@ -64,12 +64,17 @@ def test_a_line_per_evaluation_with_the_ratio_to_the_reference(capsys):
 
 
 def test_without_a_bar_a_line_per_interval_even_with_no_evaluation(capsys):
-    rep, model = _report(every_s=0.0)
+    rep, model = _report(every_s=0.0, reference=lambda: Reference("drf", 50.0, 3, ("training",)))
     rep.on_training_start({}, {})
-    capsys.readouterr()
+    assert "over 3 episode(s) of the training instances" in capsys.readouterr().out
     model.num_timesteps = 10
     rep.on_step()
-    assert capsys.readouterr().out.startswith("train: 10 of 1,000 steps (1%)")
+    assert "training episodes" not in capsys.readouterr().out  # no episode ended yet
+    model.ep_info_buffer = [{"r": 40.0, "l": 12}, {"r": 50.0, "l": 12}]
+    rep.on_step()
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("train: 10 of 1,000 steps (1%)"), line
+    assert line.endswith("; training episodes 45 (0.900 x drf), last 2"), line
     barred, model = _report(every_s=0.0, bar=True)
     barred.on_training_start({}, {})
     capsys.readouterr()
