@@ -30,6 +30,11 @@ runs on the held-out --eval-instance-seeds (default 1000-1004), one episode each
 (--set action_mode=... --set instance_features=true) so that the spaces do not depend on the
 instance.
 
+Progress: a line per evaluation (steps, steps/s, its mean return and, with --beside, the ratio
+to the best classical agent of --beside), and without the bar (--no-progress, --seeds) one a
+minute; the closing line says which limit ended the run (its step target, --max-minutes,
+Ctrl-C) and how many of its steps it reached.
+
 Evaluation (default): every max(TIMESTEPS/5, one rollout) steps, so at most five times per run
 and at most once per rollout; off when the run is shorter than one evaluation (evaluation
 episodes are full episodes, e.g. 2,000 slots).
@@ -128,7 +133,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="stop and save after this many minutes of wall clock")
     p.add_argument("--beside", default=None, metavar="AGENTS",
                    help="after training, play these agents (comma-separated, e.g. ogasched) on "
-                   "--beside-seeds into the same TensorBoard root, to see them beside the learner")
+                   "--beside-seeds into the same TensorBoard root, as flat reference lines "
+                   "beside the learner; before training, the best classical one of them is "
+                   "played on the evaluation instances (or the first training instances) as "
+                   "the reference of the progress lines' ratios (within --max-minutes)")
     p.add_argument("--beside-seeds", default="100-104",
                    help="episode seeds of --beside (default 100-104, held out from training)")
     p.add_argument("--policy", choices=("default", "entity"), default="default",
