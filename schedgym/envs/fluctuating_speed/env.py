@@ -162,8 +162,11 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ``paper-default`` (ESDP Table 3), ``paper-headline`` (T = 8000), ``literal-capacity``
     (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative sizes and arrivals from
     the shipped Alibaba trace sample, see
-    :mod:`schedgym.envs.fluctuating_speed.trace`; extra overrides ``slot_seconds`` = 600 and
-    ``degree_cap`` = 4). Overrides are the fields of
+    :mod:`schedgym.envs.fluctuating_speed.trace`; extra overrides ``slot_seconds`` = 600,
+    ``degree_cap`` = ``"auto"`` (``edge_prob x n_instances`` nodes per type), ``split``
+    (``"train"`` / ``"test"``), ``time_window`` (trace seconds), ``trace`` and ``constraints``;
+    ``n_instances="all"`` takes every node, ``horizon`` defaults to 2000 or the whole split).
+    Overrides are the fields of
     :class:`~schedgym.envs.fluctuating_speed.types.FluctuatingSpeedParams`:
 
     ==================  ==========  ========================================================
@@ -259,6 +262,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         inst, raw, sampler, _ = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             FluctuatingSpeedInstance, generate)
+        if raw.get("horizon") is None:  # a trace scenario's default: the length it resolved
+            raw = {**raw, "horizon": getattr(sampler, "horizon", None)}
         params = FluctuatingSpeedParams.from_mapping(
             {**raw, "n_types": inst.n_types, "n_instances": inst.n_instances,
              "n_resources": inst.n_resources})
