@@ -119,7 +119,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     the flat dict by ``Dict(entities=Box(0, 1, (L R * 12,)), mask=Box(0, 1, (L R,)),
     context=Box(0, 1, (6,)))``, float32: one row of 12 features per (port, server) cell
     ``l * R + r`` (the order of the scores, entity ``i`` <-> action entry ``i``;
-    ``metadata["entity_action"]`` is ``"entity"``), the rows flattened row-major into the 1-D
+    ``metadata["entity_action"]`` is ``"entity"``; ``metadata["entity_action_mode"]`` names
+    ``scores``, the mode an entity policy trains in), the rows flattened row-major into the 1-D
     ``entities`` vector (cell ``i`` at ``[12 i:12 (i + 1)]``; 1-D keeps both checkers clean).
     Row features (``env.unwrapped.entity_feature_names``): ``edge``, ``job`` (the port has a job
     now), ``request_mean`` / ``request_max`` (requests as shares of the
@@ -217,7 +218,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
                 "action_modes": actions.ACTION_MODES, "obs_modes": OBS_MODES,
-                "entity_action": "entity"}
+                "entity_action": "entity", "entity_action_mode": "scores"}
     #: Names of the ``obs_mode="entities"`` per-entity features and context entries.
     entity_feature_names: tuple[str, ...] = entities.ENTITY_FEATURES
     context_feature_names: tuple[str, ...] = entities.CONTEXT_FEATURES

@@ -27,6 +27,9 @@ def test_spaces_and_metadata(tiny):
     assert space["context"].shape == (C,)
     assert u.metadata["entity_action"] == "entity"
     assert u.metadata["obs_modes"] == ("flat", "entities")
+    # the mode an entity policy trains in, read without building an env (as the two others)
+    assert type(u).metadata["entity_action_mode"] == "scores"
+    assert "scores" in type(u).metadata["action_modes"]
     assert env.action_space.shape == (6,)  # entity i <-> action entry i
 
 
