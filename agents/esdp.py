@@ -21,9 +21,10 @@ DP size: ``(S + 1) x prod_k (c_k + 1)`` states per edge, where the budget range 
 paper's ``eta m`` to the largest budget any feasible selection can reach (an upper bound: the sum
 of the ``n_max`` largest ``theta_e``, ``n_max`` = most edges that fit together); levels above it
 are infeasible, so the result is identical. Memory: every back-pointer (one byte per edge,
-capacity state and level) when that fits ``memory_limit_mb``, else a checkpoint table every
-``sqrt(8 |E|)`` edges and the maximiser rebuilt by recomputation (the same decision, twice the
-time); a size that cannot fit even so is refused at construction
+capacity state and level) when that fits ``memory_limit_mb`` and 256 MiB, else a checkpoint
+table every ``sqrt(8 |E|)`` edges and the maximiser rebuilt by recomputation (the same decision;
+two passes, yet faster than writing gigabytes of back-pointers); a size that cannot fit even so
+is refused at construction
 (:class:`~schedgym.core.knapsack.DPTooLargeError`). Growth against the paper's stated
 ``O(|E| |S(t)| prod_k c_k)``: ``docs/envs/fluctuating-speed.md``.
 """
@@ -125,8 +126,13 @@ def p4_memory(n_edges: int, n_states: int, n_levels: int) -> tuple[int, int | No
 
 
 #: How :func:`p4_decision` holds the DP: ``"auto"`` (every back-pointer when they fit the
-#: limit, else checkpointed), ``"full"`` or ``"checkpointed"`` (the same decisions).
+#: limit and :data:`FULL_FORM_BYTES`, else checkpointed), ``"full"`` or ``"checkpointed"`` (the
+#: same decisions).
 DP_FORMS = ("auto", "full", "checkpointed")
+#: Above this many bytes of back-pointers ``"auto"`` checkpoints even within the limit: writing
+#: them costs more than recomputing (measured: equal at 243 MB, the checkpointed form twice as
+#: fast at 3.8 GB; ``docs/envs/fluctuating-speed.md``).
+FULL_FORM_BYTES = 256 * 2**20
 
 
 def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.ndarray,
@@ -137,7 +143,7 @@ def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.nd
     ``V*(s)`` for ``s = 0..S`` by Algorithm 2 (edges that do not fit alone are excluded);
     ``x = x*(s*)``. The form (:data:`DP_FORMS`) is ``"full"``
     (:func:`~schedgym.core.knapsack.budgeted_tables`, every back-pointer kept) when that fits
-    in ``limit_bytes`` (or is asked for), else ``"checkpointed"``
+    in ``limit_bytes`` and :data:`FULL_FORM_BYTES` (or is asked for), else ``"checkpointed"``
     (:func:`~schedgym.core.knapsack.checkpointed_tables`, the maximiser rebuilt by recomputing
     one segment of the allowed edges at a time): the same values, the same ``x``.
     """
@@ -145,7 +151,7 @@ def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.nd
     n_c = int(np.prod(c + 1))
     idx = np.flatnonzero(ok)
     full = 8 * n_c * (S + 1) + n_c * int((reach[idx] + 1).sum())
-    if form == "full" or (form == "auto" and full <= limit_bytes):
+    if form == "full" or (form == "auto" and full <= min(limit_bytes, FULL_FORM_BYTES)):
         values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
         s_star = rule_21(values)
         return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S, "full"
@@ -182,7 +188,7 @@ class ESDP(Agent):
         big_m: finite stand-in for ``S2 = +inf`` of unexplored edges (§3.7).
         memory_limit_mb: the most memory (MiB) the DP may hold; ``None``: the env's
             ``memory_limit_mb`` (4096 by default). The DP keeps every back-pointer when they
-            fit, else checkpoints (same decisions, twice the time); a size whose checkpointed
+            fit (and take at most 256 MiB), else checkpoints (same decisions); a size whose
             DP would exceed the limit at the last slot is refused at construction with a
             :class:`~schedgym.core.knapsack.DPTooLargeError` naming the largest ``|E|`` it
             can play (:meth:`worst_case_memory`).

@@ -21,6 +21,7 @@ from schedgym.envs.fluctuating_speed.types import (
     INSTANCE_PARAMS,
     FluctuatingSpeedInstance,
     FluctuatingSpeedParams,
+    cell_bytes,
 )
 from schedgym.envs.fluctuating_speed.viewer import RenderState
 
@@ -59,6 +60,18 @@ def _check_entities_options(action_mode: str, instance_features: bool,
         raise ValueError("instance_features=True / feedback_stats=True are invalid with "
                          "obs_mode='entities': they add keys to the flat observation, and the "
                          "entity rows always carry the same information")
+
+
+def _check_memory_first(scenario: str, overrides: dict[str, Any], env: Any) -> None:
+    """Refuse, before the generator draws its ``(L, R)`` grids, sizes whose estimate with the
+    modes' per-cell tables (:func:`~.types.cell_bytes`) is above the limit (a builder scenario
+    checks its own sizes, which it knows only once it has read its trace)."""
+    sc, values = SCENARIOS.resolve(scenario, overrides)
+    if sc.builder is not None:
+        return
+    p = FluctuatingSpeedParams.from_mapping(values)
+    p.check_memory(per_cell=cell_bytes(env.action_mode, env.obs_mode, env.instance_features,
+                                       env.feedback_stats, p.n_resources))
 
 
 class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
@@ -260,6 +273,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         if instance is not None:
             SCENARIOS.resolve(scenario, overrides)  # unknown names/parameters first
             _refuse_instance_conflicts(scenario, overrides)
+        else:
+            _check_memory_first(scenario, overrides, self)
         inst, raw, sampler, _ = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             FluctuatingSpeedInstance, generate)
@@ -268,7 +283,10 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         params = FluctuatingSpeedParams.from_mapping(
             {**raw, "n_types": inst.n_types, "n_instances": inst.n_instances,
              "n_resources": inst.n_resources})
-        params.check_memory(n_edges=inst.n_edges, capacities=inst.capacities.tolist())
+        params.check_memory(n_edges=inst.n_edges, capacities=inst.capacities.tolist(),
+                            per_cell=cell_bytes(self.action_mode, self.obs_mode,
+                                                self.instance_features, self.feedback_stats,
+                                                inst.n_resources))
         self.params: FluctuatingSpeedParams = params
         self.instance: FluctuatingSpeedInstance = inst
         self.horizon: int = params.horizon
