@@ -13,6 +13,7 @@ Usage::
     python benchmarks/fs_scale.py esdp --sizes 1x,4x --variant esdp-aa --form checkpointed
     python benchmarks/fs_scale.py agents                 # one whole-cluster episode per agent
     python benchmarks/fs_scale.py agents --sizes 1x,cluster --agents hauf,oracle
+    python benchmarks/fs_scale.py agents --every-allowed-node   # cluster, degree_cap=None
 
 ``esdp``: one decision at the worst slot of the episode, ``t = T``, with every channel
 explored and its empirical mean drawn in [0, 1] (so every ``theta_e`` is as large as it gets and
@@ -166,13 +167,17 @@ def esdp_table(sizes: list[str], variant: str, seed: int, form: str = "auto") ->
               f"RSS {slope(list(e), list(m)):.2f}")
 
 
-def agents_table(sizes: list[str], names: list[str], seed: int) -> None:
-    """Print one episode's figures per (size, agent)."""
+def agents_table(sizes: list[str], names: list[str], seed: int,
+                 extra: dict[str, Any] | None = None) -> None:
+    """Print one episode's figures per (size, agent); ``extra`` adds ``gym.make`` keywords to
+    the ``cluster`` size (e.g. ``degree_cap=None``)."""
     print("| size | agent | servers | |E| | slots | episode CPU s | ms/slot | peak RSS MB |\n"
           "|---|---|---:|---:|---:|---:|---:|---:|")
     for size in sizes:
         for name in names:
-            g = run_child(_EPISODE, scale_case(size), name, seed)
+            kw = {**scale_case(size), **(extra or {})} if size == "cluster" else \
+                scale_case(size)
+            g = run_child(_EPISODE, kw, name, seed)
             print(f"| {size} | {name} | {g['servers']:,} | {g['edges']:,} | {g['slots']:,} | "
                   f"{g['episode_s']:.1f} | {g['ms_per_slot']:.2f} | {g['peak_rss_mb']:,.0f} |",
                   flush=True)
@@ -186,6 +191,8 @@ def main() -> None:
     ap.add_argument("--variant", default="esdp", choices=("esdp", "esdp-aa"))
     ap.add_argument("--form", default="auto", choices=("auto", "full", "checkpointed"),
                     help="ESDP's DP form (esdp: dp_form)")
+    ap.add_argument("--every-allowed-node", action="store_true",
+                    help="agents: the cluster with degree_cap=None (every allowed node)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     print(f"load {os.getloadavg()[0]:.1f}")
@@ -193,7 +200,8 @@ def main() -> None:
         esdp_table((args.sizes or ",".join(SIZES)).split(","), args.variant, args.seed,
                    args.form)
     else:
-        agents_table((args.sizes or "cluster").split(","), args.agents.split(","), args.seed)
+        agents_table((args.sizes or "cluster").split(","), args.agents.split(","), args.seed,
+                     {"degree_cap": None} if args.every_allowed_node else None)
 
 
 if __name__ == "__main__":
