@@ -47,6 +47,7 @@ def test_a_line_per_evaluation_with_the_ratio_to_the_reference(capsys):
     ev = _Eval()
     rep, model = _report(evaluation=ev, reference=lambda: Reference("esdp-aa", 200.0, 5),
                          every_s=1e9)
+    rep.init_callback(model)
     rep.on_training_start({}, {})
     assert "reference esdp-aa returns 200" in capsys.readouterr().out
     model.num_timesteps = 100
@@ -65,6 +66,7 @@ def test_a_line_per_evaluation_with_the_ratio_to_the_reference(capsys):
 
 def test_without_a_bar_a_line_per_interval_even_with_no_evaluation(capsys):
     rep, model = _report(every_s=0.0, reference=lambda: Reference("drf", 50.0, 3, ("training",)))
+    rep.init_callback(model)
     rep.on_training_start({}, {})
     assert "over 3 episode(s) of the training instances" in capsys.readouterr().out
     model.num_timesteps = 10
