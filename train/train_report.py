@@ -153,7 +153,12 @@ class TrainReport(BaseCallback):
         if self.reference_fn is None:
             return
         t0 = time.perf_counter()
-        self.reference = self.reference_fn()
+        try:
+            self.reference = self.reference_fn()
+        except Exception as exc:  # noqa: BLE001 - a reference is no reason to stop training
+            self._emit(f"{self.name}: reference not played ({type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())}); the lines go without ratios")
+            return
         if self.reference is not None:
             r = self.reference
             self._emit(f"{self.name}: reference {r.agent} returns {_num(r.mean)} on average "

@@ -129,3 +129,16 @@ def test_train_no_progress_prints_while_it_runs(tmp_path):
     assert proc.returncode == 0, err
     assert running_at_first_line, "the first progress line came only at the end"
     assert "stopped by the time budget (--max-minutes 0.1) at " in out, out
+
+
+def test_a_reference_that_fails_is_said_and_training_goes_on(capsys):
+    def broken():
+        raise RuntimeError("agent crashed\nin its second decision")
+
+    rep, model = _report(reference=broken)
+    rep.init_callback(model)
+    rep.on_training_start({}, {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("train: reference not played (RuntimeError: agent crashed in its second "
+                      "decision); the lines go without ratios"), out
+    assert rep.reference is None and out[1].startswith("train: training to 1,000 steps")
