@@ -153,7 +153,7 @@ def test_a_tiny_run_end_to_end(tmp_path):
     cases = bs.run(opts, echo=lines.append)
     assert [c.status for c in cases] == ["ok", "ok"], [c.reason for c in cases]
     assert [c.channels for c in cases] == [240, 480]
-    assert all(c.steps == 3 and c.ms_decision > 0 and c.ms_step > 0 for c in cases)
+    assert all(c.steps >= 3 and c.ms_decision > 0 and c.ms_step > 0 for c in cases)
     assert all(c.peak_rss_mb > 50 and c.world_mb >= 0 for c in cases)
     assert bs.exponents(cases)[(DW, "max-first")]["decision"] is not None
     text = doc.read_text()

@@ -16,8 +16,9 @@ What one case measures (:func:`measure`, in the child process):
    other work absolute times move by 2x between runs, a ratio taken minutes apart less so, and
    the time exponents are fitted on these ratios;
 2. the **case**: ``gym.make`` + ``reset`` + the agent's construction (CPU seconds: "build"),
-   one untimed step (specialisations compiled for new sizes), then up to ``steps`` steps or
-   ``max_seconds`` of CPU, each decision and each env step timed apart
+   one untimed step (specialisations compiled for new sizes), then ``steps`` steps, more
+   while they took less than :data:`MIN_SECONDS` of CPU, fewer where they reach
+   ``max_seconds`` (at least one), each decision and each env step timed apart
    (``time.process_time``); an episode that ends is reset untimed;
 3. **memory**: the process's peak RSS during the case (Linux: ``VmHWM`` after the peak is
    reset once the reference is done, so the reference's and any compile's peaks are not
@@ -71,6 +72,9 @@ NOT_CLASSICAL = ("random",)
 #: Memory exponents are fitted over the sizes whose world takes at least this many MB (below
 #: it the RSS difference is page and allocator noise).
 MIN_WORLD_MB = 4.0
+#: CPU seconds of timed steps that a case runs at least (past ``steps`` where steps are cheap:
+#: a mean over 20 steps of 20 us moved by 2x between runs on the shared machine).
+MIN_SECONDS = 0.2
 #: Doc markers between which ``--write-doc`` puts the table.
 BEGIN, END = "<!-- bench-scale:begin -->", "<!-- bench-scale:end -->"
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -220,12 +224,12 @@ def _warm(env_id: str, play: dict[str, Any], agent: str, steps: int, max_seconds
           seed: int) -> dict[str, Any]:
     """The reference (module docstring, step 1): the paper-default size played twice, the
     second time counted (the first loads or compiles the kernels and touches the caches)."""
-    measure(env_id, dict(play), agent, min(steps, 3), max_seconds, seed)
+    measure(env_id, dict(play), agent, min(steps, 3), max_seconds, seed, min_seconds=0.0)
     return measure(env_id, dict(play), agent, steps, max_seconds, seed)
 
 
 def measure(env_id: str, kwargs: dict[str, Any], agent: str, steps: int, max_seconds: float,
-            seed: int = 0) -> dict[str, Any]:
+            seed: int = 0, min_seconds: float | None = None) -> dict[str, Any]:
     """One env + agent in this process (module docstring, step 2): ``channels`` (|E|, or the
     units of DeadlineWelfare), ``build_s``, ``ms_decision``, ``ms_step`` (means over the timed
     steps), ``steps``, ``episode_len``."""
@@ -246,7 +250,8 @@ def measure(env_id: str, kwargs: dict[str, Any], agent: str, steps: int, max_sec
     start = True
     decide = stepped = 0.0
     n = -1  # the first step is not timed
-    while n < steps and (n < 1 or decide + stepped < max_seconds):
+    least = min(MIN_SECONDS if min_seconds is None else min_seconds, max_seconds)
+    while n < 1 or ((n < steps or decide + stepped < least) and decide + stepped < max_seconds):
         c0 = time.process_time()
         action, _ = ag.predict(obs, episode_start=np.array([start]), deterministic=True)
         c1 = time.process_time()
@@ -496,7 +501,8 @@ def add_arguments(p: argparse._ActionsContainer) -> None:
     p.add_argument("--sizes", default=None,
                    help=f"comma-separated sizes, Kx or cluster (default: {','.join(SIZES)})")
     p.add_argument("--steps", type=int, default=None,
-                   help="timed steps per case and per reference, at most (default 20)")
+                   help="timed steps per case and per reference (default 20; more while they took "
+                   f"less than {MIN_SECONDS:g} s of CPU)")
     p.add_argument("--max-seconds", type=float, default=None,
                    help="CPU seconds of timed steps per case, at most (default 3)")
     p.add_argument("--case-timeout", type=float, default=None,
@@ -576,8 +582,8 @@ def header(opts: Options) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return (f"{when}, commit {commit or 'unknown'}, Python {platform.python_version()} on "
             f"{platform.machine()}, {os.cpu_count()} cores, load average "
-            f"{os.getloadavg()[0]:.1f}; {opts.steps} timed steps or {opts.max_seconds:g} s "
-            "of CPU per case at most")
+            f"{os.getloadavg()[0]:.1f}; per case {opts.steps} timed steps (more up to "
+            f"{MIN_SECONDS:g} s of CPU, fewer at {opts.max_seconds:g} s)")
 
 
 def run(opts: Options, echo: Callable[[str], None] = print) -> list[Case]:
