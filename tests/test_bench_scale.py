@@ -56,7 +56,7 @@ def test_table_builder_on_a_tiny_synthetic_size_list():
 
 
 def test_small_worlds_are_left_out_of_the_memory_fit():
-    cases = [_case("1x", 100, 1, 1, 0.3), _case("4x", 400, 4, 1, 1.0),
+    cases = [_case("1x", 100, 1, 1, 0.3), _case("4x", 400, 4, 1, 0.9),
              _case("16x", 1600, 16, 1, 8.0)]
     fits = bs.exponents(cases)[(DW, "max-first")]
     assert fits["memory"] is None and fits["memory_sizes"] == 1  # one size >= MIN_WORLD_MB

@@ -71,7 +71,7 @@ CLUSTER = {"scenario": "alibaba-gpu-2023", "n_instances": "all"}
 NOT_CLASSICAL = ("random",)
 #: Memory exponents are fitted over the sizes whose world takes at least this many MB (below
 #: it the RSS difference is page and allocator noise).
-MIN_WORLD_MB = 4.0
+MIN_WORLD_MB = 1.0
 #: CPU seconds of timed steps that a case runs at least (past ``steps`` where steps are cheap:
 #: a mean over 20 steps of 20 us moved by 2x between runs on the shared machine).
 MIN_SECONDS = 0.2
