@@ -320,6 +320,29 @@ def import_ray() -> Any:
     return ray
 
 
+def private_token_file() -> list[str]:
+    """Make the token file of a Ray that this process starts readable by its owner only.
+
+    A new local Ray turns token authentication on and writes its token to
+    ``~/.ray/auth_token`` (or ``$RAY_AUTH_TOKEN_PATH``) with the process's umask, usually
+    0644, and whoever reads the token can run code on the cluster. Called before
+    ``ray.init`` (``~/.ray`` is created 0700 where missing, so a new token is never readable
+    by others) and after it (an existing file of ours gets 0600). Returns the files changed."""
+    home = os.path.join(os.path.expanduser("~"), ".ray")
+    if not os.path.exists(home):
+        os.makedirs(home, mode=0o700, exist_ok=True)
+    changed = []
+    for path in {os.path.join(home, "auth_token"), os.environ.get("RAY_AUTH_TOKEN_PATH", "")}:
+        try:
+            st = os.stat(path)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(path, st.st_mode & 0o700)
+                changed.append(path)
+        except OSError:  # no such file (yet), or not ours to change
+            continue
+    return changed
+
+
 def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
              workers: int | None, address: str, grace: float = 0.0) -> None:
     ray = import_ray()
@@ -333,8 +356,10 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
         else:  # a local Ray: its processes must not outlive a kill -9 of this one
             watchdog = reaper.start()
             try:  # "local": a new Ray of our own, even where `ray start` left a cluster
+                private_token_file()
                 ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
                          include_dashboard=False, log_to_driver=False)
+                private_token_file()
             except BaseException:
                 if watchdog is not None:
                     watchdog.stop()
