@@ -33,6 +33,7 @@ Inside ``train`` there are two kinds of module:
     missing ones), :mod:`.preflight` (checks and warm-up before the first episode),
     :mod:`.head_to_head` (compare as a library), :mod:`.summary` (compare's table and files),
     :mod:`.experiments` and :mod:`.experiment_report` (reproduce as a library);
+  - performance: :mod:`.bench_scale` (``schedgym bench scale``: cost and memory against size);
   - shared: :mod:`.runner` (one episode), :mod:`.tensorboard` (the tags), :mod:`.plots`,
     :mod:`.stats`, :mod:`.cli_options`, :mod:`.safe_yaml`, :mod:`.reaper`.
 """
