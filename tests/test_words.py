@@ -17,8 +17,6 @@ ISSUE = re.compile(r"\bissue ?\d+", re.IGNORECASE)
 #: its branch lands (the test refuses a stale entry).
 EXEMPT = frozenset({
     "agents/baselines/greedy_index.py",
-    "envs/fluctuating_speed/entities.py",
-    "envs/fluctuating_speed/env.py",
 })
 
 

@@ -83,7 +83,7 @@ def test_auto_checkpoints_when_the_full_tables_exceed_the_limit():
         p4_decision(*args, ck - 1)
 
 
-def test_the_issue_size_is_refused_in_one_line():
+def test_64_ports_by_2560_servers_is_refused_in_one_line():
     # 64 ports x 2,560 servers: about 16,500 channels (the full DP would need ~230 GiB)
     env = gym.make(ENV_ID, n_types=64, n_instances=2560, compute_oracle=False)
     with pytest.raises(DPTooLargeError) as err:

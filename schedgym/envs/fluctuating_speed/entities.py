@@ -1,4 +1,5 @@
-"""The ``obs_mode="entities"`` observation of FluctuatingSpeed-v0 (issue 24's entity contract).
+"""The ``obs_mode="entities"`` observation of FluctuatingSpeed-v0 (the entity contract of
+:mod:`schedgym.core.entities`).
 
 An entity is a (port, server) cell of the ``(L, R)`` grid, ``N = L * R``, cell ``l * R + r`` (the
 order of the ``"scores"`` action: entity ``i`` <-> action entry ``i``). Each row carries what an
