@@ -45,10 +45,17 @@ OnDone = Callable[[Any, Any, BaseException | None], None]
 
 
 def error_outcome(task: EpisodeTask, exc: BaseException) -> dict[str, Any]:
-    """The outcome of a task that failed with ``exc`` (one-line error text)."""
+    """The outcome of a task that failed with ``exc`` (one-line error text; an agent that
+    declines this size, :class:`~schedgym.core.limits.NotComputed`, is marked
+    ``"not_computed": true`` so the run reports it as not computed rather than as a bug)."""
+    from schedgym.core.limits import NotComputed
+
     text = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    return {"record": {"key": list(task.key), "status": "error", "error": text[0] if text
-                       else type(exc).__name__, **task_config(task)}}
+    rec = {"key": list(task.key), "status": "error", "error": text[0] if text
+           else type(exc).__name__, **task_config(task)}
+    if isinstance(exc, NotComputed):
+        rec.update(error=exc.reason, not_computed=True)
+    return {"record": rec}
 
 
 def execute(task: EpisodeTask) -> dict[str, Any]:
@@ -71,10 +78,16 @@ def _benchmark(task: EpisodeTask) -> dict[str, Any]:
     t0 = time.perf_counter()
     env = make_env(task.env_id, task.scenario, task.instance_seed, task.overrides)
     env.reset(seed=task.seed)
-    values = offline.episode_benchmarks(env)
-    env.close()
+    skipped: dict[str, str] = {}
+    try:
+        values = offline.episode_benchmarks(env)
+    except offline.NotComputed as exc:  # beyond the solver's sizes: said, not an error
+        values, skipped = {}, {exc.benchmark or "benchmark": exc.reason}
+    finally:
+        env.close()
     rec = {"key": list(task.key), "status": "ok", "metrics": values,
-           "wall_s": time.perf_counter() - t0, **task_config(task)}
+           "wall_s": time.perf_counter() - t0, **task_config(task),
+           **({"not_computed": skipped} if skipped else {})}
     return {"record": rec}
 
 

@@ -57,6 +57,45 @@ def load(store: RunStore, setting: str | None = None
     return results, bench
 
 
+def not_computed(store: RunStore) -> dict[str, dict[str, Any]]:
+    """The reference values the run did not compute at its size, by label (``OPT``,
+    ``myopic-opt``, ...): ``{"reason": first reason, "episodes": how many, "of": episodes in
+    the run, "reasons": every distinct reason}``, from the offline benchmark records
+    (``not_computed``) and the agents' records refused with
+    :class:`~schedgym.core.limits.NotComputed`."""
+    out: dict[str, dict[str, Any]] = {}
+    n_episodes = len(store.spec.instance_seeds) * len(store.spec.seeds) * len(
+        store.spec.settings)
+
+    def add(label: str, reason: str) -> None:
+        entry = out.setdefault(label, {"reason": reason, "episodes": 0, "of": n_episodes,
+                                       "reasons": []})
+        entry["episodes"] += 1
+        if reason not in entry["reasons"]:
+            entry["reasons"].append(reason)
+
+    for rec in store.records():
+        agent = rec["key"][1]
+        if agent == BENCHMARK and rec.get("status") == "ok":
+            for name, reason in (rec.get("not_computed") or {}).items():
+                add(CEILING_BENCHMARKS.get(name, name), str(reason))
+        elif rec.get("status") == "error" and rec.get("not_computed"):
+            add(agent, str(rec.get("error", "")))
+    return out
+
+
+def not_computed_lines(skipped: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per value of :func:`not_computed`: ``OPT: not computed (3 of 3 episodes):
+    REASON``."""
+    lines = []
+    for label, e in skipped.items():
+        more = len(e["reasons"]) - 1
+        lines.append(f"{label}: not computed ({e['episodes']} of {e['of']} episodes): "
+                     f"{e['reason']}" + (f" (and {more} other reasons in summary.json)"
+                                         if more else ""))
+    return lines
+
+
 def _base(spec: str) -> str:
     return AgentSpec.parse(spec).key
 
@@ -310,9 +349,14 @@ def report_compare(store: RunStore, plots: bool = True, quiet: bool = False,
         print(f"{store.path}: no finished episode yet")
         return []
     rows, legend = summarise(results, bench, spec.reference)
+    skipped = not_computed(store)
+    if skipped:
+        legend["not_computed"] = skipped
     files = write_outputs(out, results, rows, bench, spec, legend)
     if not quiet:
         print_table(rows, legend, compare_title(spec), f"{out}/summary.csv", width)
+        for line in not_computed_lines(skipped):
+            print(line)
     if plots:
         from schedgym.train.plots import curves_from_results, plot_curves
 
