@@ -106,6 +106,12 @@ def _p4_levels(theta: np.ndarray, allowed: np.ndarray, A: np.ndarray, c: np.ndar
     return ok, reachable_levels(theta, ok, n_max, S), S
 
 
+def _mib(n_bytes: float) -> str:
+    """``n_bytes`` in MiB for a message: whole MiB from 10 up, else two significant digits."""
+    mib = n_bytes / 2**20
+    return f"{mib:,.0f}" if mib >= 10 else f"{mib:.2g}"
+
+
 def rule_21(values: np.ndarray) -> int:
     """``s* = argmax_s s + sqrt(V*(s))`` over the feasible levels, the largest ``s`` on ties
     (spec esdp (21))."""
@@ -158,9 +164,9 @@ def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.nd
     seg = best_segment(idx.size)
     need = budgeted_memory(idx.size, n_c, S + 1, seg)
     if need > limit_bytes and form == "auto":
-        raise DPTooLargeError(f"esdp's dynamic program needs {need / 2**20:,.1f} MiB for "
+        raise DPTooLargeError(f"esdp's dynamic program needs {_mib(need)} MiB for "
                               f"{idx.size} channels x {n_c} capacity states x {S + 1} budget "
-                              f"levels: above its limit of {limit_bytes / 2**20:,.1f} MiB")
+                              f"levels: above its limit of {_mib(limit_bytes)} MiB")
     # the allowed edges only, in order: the same recursion on a shorter list
     sub = (np.ascontiguousarray(s2[idx]), np.ascontiguousarray(theta[idx]),
            np.ascontiguousarray(A[:, idx]))
@@ -268,11 +274,12 @@ class ESDP(Agent):
             lo, hi = (mid, hi) if self.worst_case_memory(mid)[0] <= limit else (lo, mid - 1)
         raise DPTooLargeError(
             f"esdp cannot play this instance within memory_limit_mb={self.memory_limit_mb:g}: "
-            f"its exact dynamic program needs about {need / 2**20:,.0f} MiB at the last slot "
+            f"its exact dynamic program needs about {_mib(need)} MiB at the last slot "
             f"(|E|={self.n_edges} channels x {self.cap_states} capacity states x {levels:,} "
             f"budget levels); the largest it can play at these capacities and "
             f"horizon={self.horizon} is |E|={lo} channels: use fewer channels (n_types, "
-            "n_instances, edge_prob or degree_cap), a shorter horizon, or raise memory_limit_mb")
+            "n_instances, edge_prob or degree_cap), a shorter horizon, or raise memory_limit_mb",
+            benchmark=self.name)
 
     def _init_state(self, index: int) -> dict[str, np.ndarray]:
         return init_stats(self.n_edges)
@@ -304,7 +311,8 @@ class ESDP(Agent):
                 f"esdp's dynamic program could not allocate its tables at slot t={t} "
                 f"(|E|={self.n_edges} channels x {self.cap_states} capacity states): this "
                 f"machine has less free memory than memory_limit_mb={self.memory_limit_mb:g}; "
-                "lower memory_limit_mb (the DP then checkpoints) or the sizes") from None
+                "lower memory_limit_mb (the DP then checkpoints) or the sizes",
+                benchmark=self.name) from None
         self.last = {"t": t, "eta": eta, "budget_levels": S + 1,
                      "dp_states": (S + 1) * self.cap_states, "s_star": s_star,
                      "x_p4": x.copy(), "dp_form": form}

@@ -31,11 +31,14 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from schedgym.core.limits import NotComputed
 
-class DPTooLargeError(ValueError):
+
+class DPTooLargeError(NotComputed):
     """A dynamic program refused before it starts because it would need more memory than it is
     allowed (the message names the sizes, the memory needed, the limit and the largest size
-    that fits). A ``ValueError``: the sizes are the caller's input."""
+    that fits). A :class:`~schedgym.core.limits.NotComputed` (so a ``ValueError``): ``schedgym
+    compare`` reports the agent as not computed at this size, in that one line."""
 
 
 def _check(
