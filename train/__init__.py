@@ -23,6 +23,7 @@ Inside ``train`` there are two kinds of module:
 
   - training: :mod:`.train_config` (the run's knobs), :mod:`.trainer` (the loop),
     :mod:`.callbacks` (inside ``learn``: metrics, progress, limits, evaluation),
+    :mod:`.train_report` (the progress lines and the closing line's stop reason),
     :mod:`.run_folder` (claims and resume checks), :mod:`.model_io` (the saved files),
     :mod:`.multiseed` (one run per seed), :mod:`.hyperparams` (rl-zoo3 configs),
     :mod:`.entity_training` and :mod:`.policies` (the entity policy), :mod:`.instances`

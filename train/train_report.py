@@ -120,8 +120,9 @@ class TrainReport(BaseCallback):
 
     ``n_steps``: the step target of this ``learn`` call; ``seconds``: the wall-clock budget (or
     None); ``evaluation``: the run's evaluation callback (SB3 ``EvalCallback``) or None;
-    ``reference``: a zero-argument function returning the :class:`Reference` (called once at
-    the start of training, inside ``learn``, so Ctrl-C there saves the run like any other);
+    ``reference``: a zero-argument function returning the :class:`Reference` (called once
+    when ``learn`` sets its callbacks up: Ctrl-C there saves the run like any other, and the
+    time budget starts after it);
     ``bar``: a progress bar is shown (then no timed lines, the bar shows the rate);
     ``every_s``: seconds between timed lines; ``name``: the lines' prefix (the run folder's
     name, which tells the runs of ``--seeds`` apart).
@@ -146,16 +147,27 @@ class TrainReport(BaseCallback):
         self._last_line = 0.0
         self._seen = 0
 
+    def _init_callback(self) -> None:
+        """Play the reference here: inside ``learn`` (Ctrl-C saves the run), before any
+        callback's training start, so neither the time budget nor the rate counts it."""
+        if self.reference_fn is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            self.reference = self.reference_fn()
+        except Exception as exc:  # noqa: BLE001 - a reference is no reason to stop training
+            self._emit(f"{self.name}: reference not played ({type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())}); the lines go without ratios")
+            return
+        if self.reference is not None:
+            r = self.reference
+            self._emit(f"{self.name}: reference {r.agent} returns {_num(r.mean)} on average "
+                       f"over {r.episodes} episode(s) of the {' and '.join(r.instances)} "
+                       "instances, the best classical agent of --beside (played in "
+                       f"{time.perf_counter() - t0:.0f} s)")
+
     def _on_training_start(self) -> None:
         self._start = self.num_timesteps
-        if self.reference_fn is not None:
-            self.reference = self.reference_fn()
-            if self.reference is not None:
-                r = self.reference
-                self._emit(f"{self.name}: reference {r.agent} returns {_num(r.mean)} on "
-                           f"average over {r.episodes} episode(s) of the "
-                           f"{' and '.join(r.instances)} instances, the best classical agent "
-                           "of --beside")
         budget = "" if self.seconds is None else f", time budget {self.seconds / 60:g} min"
         self._emit(f"{self.name}: training to {self.n_steps:,} steps{budget}; a line per evaluation"
                    + ("" if self.bar else f" or every {self.every_s:g} s"))

@@ -136,7 +136,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "--beside-seeds into the same TensorBoard root, as flat reference lines "
                    "beside the learner; before training, the best classical one of them is "
                    "played on the evaluation instances (or the first training instances) as "
-                   "the reference of the progress lines' ratios (within --max-minutes)")
+                   "the reference of the progress lines' ratios (before --max-minutes starts)")
     p.add_argument("--beside-seeds", default="100-104",
                    help="episode seeds of --beside (default 100-104, held out from training)")
     p.add_argument("--policy", choices=("default", "entity"), default="default",

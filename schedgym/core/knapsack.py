@@ -37,8 +37,8 @@ from schedgym.core.limits import NotComputed
 class DPTooLargeError(NotComputed):
     """A dynamic program refused before it starts because it would need more memory than it is
     allowed (the message names the sizes, the memory needed, the limit and the largest size
-    that fits). A :class:`~schedgym.core.limits.NotComputed` (so a ``ValueError``): ``schedgym
-    compare`` reports the agent as not computed at this size, in that one line."""
+    that fits). A ``ValueError`` (through :class:`~schedgym.core.limits.NotComputed`): the sizes
+    are the caller's input; ``schedgym compare`` reports an agent refused so as "not played"."""
 
 
 def _check(

@@ -645,5 +645,6 @@ def test_an_agent_that_declines_the_size_is_not_a_failure(tmp_path, monkeypatch,
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     said = [s for s in captured.out.splitlines() if "not computed" in s]
-    assert said == ["myopic-opt: not computed (2 of 2 episodes): myopic-opt is not computed at "
+    assert said == ["myopic-opt: not played (2 of 2 episodes): myopic-opt is not computed at "
                     "3 types x 3 nodes: test refusal"], captured.out
+    assert "drf" in captured.out and "failed" not in captured.err

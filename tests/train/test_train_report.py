@@ -47,6 +47,7 @@ def test_a_line_per_evaluation_with_the_ratio_to_the_reference(capsys):
     ev = _Eval()
     rep, model = _report(evaluation=ev, reference=lambda: Reference("esdp-aa", 200.0, 5),
                          every_s=1e9)
+    rep.init_callback(model)
     rep.on_training_start({}, {})
     assert "reference esdp-aa returns 200" in capsys.readouterr().out
     model.num_timesteps = 100
@@ -65,6 +66,7 @@ def test_a_line_per_evaluation_with_the_ratio_to_the_reference(capsys):
 
 def test_without_a_bar_a_line_per_interval_even_with_no_evaluation(capsys):
     rep, model = _report(every_s=0.0, reference=lambda: Reference("drf", 50.0, 3, ("training",)))
+    rep.init_callback(model)
     rep.on_training_start({}, {})
     assert "over 3 episode(s) of the training instances" in capsys.readouterr().out
     model.num_timesteps = 10
@@ -127,3 +129,16 @@ def test_train_no_progress_prints_while_it_runs(tmp_path):
     assert proc.returncode == 0, err
     assert running_at_first_line, "the first progress line came only at the end"
     assert "stopped by the time budget (--max-minutes 0.1) at " in out, out
+
+
+def test_a_reference_that_fails_is_said_and_training_goes_on(capsys):
+    def broken():
+        raise RuntimeError("agent crashed\nin its second decision")
+
+    rep, model = _report(reference=broken)
+    rep.init_callback(model)
+    rep.on_training_start({}, {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("train: reference not played (RuntimeError: agent crashed in its second "
+                      "decision); the lines go without ratios"), out
+    assert rep.reference is None and out[1].startswith("train: training to 1,000 steps")

@@ -104,19 +104,3 @@ def with_edge_params(p: FluctuatingSpeedParams, instance_seed: int, edges: np.nd
         resource_names=names,
     )
 
-
-def _register_trace() -> None:
-    from schedgym.envs.fluctuating_speed.trace import TRACE_EXTRAS, TRACE_PARAMS, trace_builder
-
-    SCENARIOS.register(
-        "alibaba-gpu-2023", TRACE_PARAMS,
-        "Shipped Alibaba gpu-v2023 sample: job types, locality graph (<= degree_cap nodes per "
-        "type, 'auto': the paper's density edge_prob x n_instances), relative request/capacity "
-        "sizes and arrival pattern from the trace (split='train'|'test' or time_window), "
-        "normalised into the paper's ranges; utilities and costs synthetic as in paper-default",
-        builder=trace_builder,
-        extra_params=TRACE_EXTRAS,
-    )
-
-
-_register_trace()

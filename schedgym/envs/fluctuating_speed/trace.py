@@ -48,7 +48,7 @@ from schedgym.data.trace_mapping import (
     resolve_n_instances,
     slot_window,
 )
-from schedgym.envs.fluctuating_speed.generator import as_params, with_edge_params
+from schedgym.envs.fluctuating_speed.generator import SCENARIOS, as_params, with_edge_params
 from schedgym.envs.fluctuating_speed.types import DEFAULTS, FluctuatingSpeedInstance
 
 #: The scenario's own values of the shared parameters: ``horizon=None`` is
@@ -163,3 +163,14 @@ def trace_builder(params: Mapping[str, Any],
     inst = with_edge_params(p, instance_seed, edges, req_type[:, edges[:, 0]], cap,
                             RESOURCE_NAMES[:3])
     return inst, TraceArrivals(tp, p.probs(tp.n_types), p.horizon)
+
+
+SCENARIOS.register(
+    "alibaba-gpu-2023", TRACE_PARAMS,
+    "Shipped Alibaba gpu-v2023 sample: job types, locality graph (<= degree_cap nodes per "
+    "type, 'auto': the paper's density edge_prob x n_instances), relative request/capacity "
+    "sizes and arrival pattern from the trace (split='train'|'test' or time_window), "
+    "normalised into the paper's ranges; utilities and costs synthetic as in paper-default",
+    builder=trace_builder,
+    extra_params=TRACE_EXTRAS,
+)
