@@ -112,13 +112,45 @@ def _mib(n_bytes: float) -> str:
     return f"{mib:,.0f}" if mib >= 10 else f"{mib:.2g}"
 
 
+#: Budget level 0 as a numpy integer: a bare ``0`` reaching :func:`budgeted_selection` is typed
+#: ``Literal[int](0)`` and numba would compile that kernel once more for it.
+_LEVEL0: Any = np.int64(0)
+
+
+@numba.njit(cache=True)
 def rule_21(values: np.ndarray) -> int:
-    """``s* = argmax_s s + sqrt(V*(s))`` over the feasible levels, the largest ``s`` on ties
-    (spec esdp (21))."""
-    feasible = np.isfinite(values)
-    score = np.where(feasible, np.arange(values.shape[0]) + np.sqrt(np.where(feasible, values,
-                                                                               0.0)), -np.inf)
-    return int(np.flatnonzero(score == score.max())[-1])
+    """Compiled: ``s* = argmax_s s + sqrt(V*(s))`` over the feasible levels, the largest ``s``
+    on ties (spec esdp (21))."""
+    s_star = _LEVEL0
+    best = -np.inf
+    for s in range(values.shape[0]):
+        if np.isfinite(values[s]):
+            score = s + np.sqrt(values[s])
+            if score >= best:
+                best, s_star = score, s
+    return s_star
+
+
+@numba.njit(cache=True)
+def _p4_full(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.ndarray,
+             c: np.ndarray, n_max: int, cap: int,
+             max_bytes: float) -> tuple[np.ndarray, int, int, bool]:
+    """Compiled P4 + rule (21) in the full form when its tables (``8 n_c (S + 1)`` bytes of
+    values and one byte per back-pointer) fit ``max_bytes``: ``(x, s*, S, True)``; else
+    ``(zeros, -1, S, False)`` without solving."""
+    ok, reach, S = _p4_levels(theta, allowed, A, c, n_max, cap)
+    n_c = 1
+    for k in range(c.shape[0]):
+        n_c *= c[k] + 1
+    total = 8 * n_c * (S + 1)
+    for e in range(ok.shape[0]):
+        if ok[e]:
+            total += n_c * (reach[e] + 1)
+    if total > max_bytes:
+        return np.zeros(theta.shape[0], dtype=np.int8), -1, S, False
+    values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
+    s_star = rule_21(values)
+    return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S, True
 
 
 def p4_memory(n_edges: int, n_states: int, n_levels: int) -> tuple[int, int | None]:
@@ -153,14 +185,14 @@ def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.nd
     (:func:`~schedgym.core.knapsack.checkpointed_tables`, the maximiser rebuilt by recomputing
     one segment of the allowed edges at a time): the same values, the same ``x``.
     """
+    if form != "checkpointed":
+        bound = np.inf if form == "full" else float(min(limit_bytes, FULL_FORM_BYTES))
+        x, s_star, S, done = _p4_full(s2, theta, allowed, A, c, n_max, cap, bound)
+        if done:
+            return x, int(s_star), int(S), "full"
     ok, reach, S = _p4_levels(theta, allowed, A, c, n_max, cap)
     n_c = int(np.prod(c + 1))
     idx = np.flatnonzero(ok)
-    full = 8 * n_c * (S + 1) + n_c * int((reach[idx] + 1).sum())
-    if form == "full" or (form == "auto" and full <= min(limit_bytes, FULL_FORM_BYTES)):
-        values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
-        s_star = rule_21(values)
-        return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S, "full"
     seg = best_segment(idx.size)
     need = budgeted_memory(idx.size, n_c, S + 1, seg)
     if need > limit_bytes and form == "auto":
@@ -173,7 +205,7 @@ def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.nd
     every = np.ones(idx.size, dtype=np.bool_)
     r = np.ascontiguousarray(np.append(reach[idx], 0))
     values, ck = checkpointed_tables(sub[0], sub[1], sub[2], c, every, r, S + 1, seg)
-    s_star = rule_21(values)
+    s_star = int(rule_21(values))
     x = np.zeros(theta.shape[0], dtype=np.int8)
     x[idx] = checkpointed_selection(s_star, sub[0], sub[1], sub[2], c, every, r, S + 1, seg, ck)
     return x, s_star, S, "checkpointed"
