@@ -106,13 +106,51 @@ def _p4_levels(theta: np.ndarray, allowed: np.ndarray, A: np.ndarray, c: np.ndar
     return ok, reachable_levels(theta, ok, n_max, S), S
 
 
+def _mib(n_bytes: float) -> str:
+    """``n_bytes`` in MiB for a message: whole MiB from 10 up, else two significant digits."""
+    mib = n_bytes / 2**20
+    return f"{mib:,.0f}" if mib >= 10 else f"{mib:.2g}"
+
+
+#: Budget level 0 as a numpy integer: a bare ``0`` reaching :func:`budgeted_selection` is typed
+#: ``Literal[int](0)`` and numba would compile that kernel once more for it.
+_LEVEL0: Any = np.int64(0)
+
+
+@numba.njit(cache=True)
 def rule_21(values: np.ndarray) -> int:
-    """``s* = argmax_s s + sqrt(V*(s))`` over the feasible levels, the largest ``s`` on ties
-    (spec esdp (21))."""
-    feasible = np.isfinite(values)
-    score = np.where(feasible, np.arange(values.shape[0]) + np.sqrt(np.where(feasible, values,
-                                                                               0.0)), -np.inf)
-    return int(np.flatnonzero(score == score.max())[-1])
+    """Compiled: ``s* = argmax_s s + sqrt(V*(s))`` over the feasible levels, the largest ``s``
+    on ties (spec esdp (21))."""
+    s_star = _LEVEL0
+    best = -np.inf
+    for s in range(values.shape[0]):
+        if np.isfinite(values[s]):
+            score = s + np.sqrt(values[s])
+            if score >= best:
+                best, s_star = score, s
+    return s_star
+
+
+@numba.njit(cache=True)
+def _p4_full(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.ndarray,
+             c: np.ndarray, n_max: int, cap: int,
+             max_bytes: float) -> tuple[np.ndarray, int, int, bool]:
+    """Compiled P4 + rule (21) in the full form when its tables (``8 n_c (S + 1)`` bytes of
+    values and one byte per back-pointer) fit ``max_bytes``: ``(x, s*, S, True)``; else
+    ``(zeros, -1, S, False)`` without solving."""
+    ok, reach, S = _p4_levels(theta, allowed, A, c, n_max, cap)
+    n_c = 1
+    for k in range(c.shape[0]):
+        n_c *= c[k] + 1
+    total = 8 * n_c * (S + 1)
+    for e in range(ok.shape[0]):
+        if ok[e]:
+            total += n_c * (reach[e] + 1)
+    if total > max_bytes:
+        return np.zeros(theta.shape[0], dtype=np.int8), -1, S, False
+    values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
+    s_star = rule_21(values)
+    return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S, True
 
 
 def p4_memory(n_edges: int, n_states: int, n_levels: int) -> tuple[int, int | None]:
@@ -147,27 +185,27 @@ def p4_decision(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.nd
     (:func:`~schedgym.core.knapsack.checkpointed_tables`, the maximiser rebuilt by recomputing
     one segment of the allowed edges at a time): the same values, the same ``x``.
     """
+    if form != "checkpointed":
+        bound = np.inf if form == "full" else float(min(limit_bytes, FULL_FORM_BYTES))
+        x, s_star, S, done = _p4_full(s2, theta, allowed, A, c, n_max, cap, bound)
+        if done:
+            return x, int(s_star), int(S), "full"
     ok, reach, S = _p4_levels(theta, allowed, A, c, n_max, cap)
     n_c = int(np.prod(c + 1))
     idx = np.flatnonzero(ok)
-    full = 8 * n_c * (S + 1) + n_c * int((reach[idx] + 1).sum())
-    if form == "full" or (form == "auto" and full <= min(limit_bytes, FULL_FORM_BYTES)):
-        values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
-        s_star = rule_21(values)
-        return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S, "full"
     seg = best_segment(idx.size)
     need = budgeted_memory(idx.size, n_c, S + 1, seg)
     if need > limit_bytes and form == "auto":
-        raise DPTooLargeError(f"esdp's dynamic program needs {need / 2**20:,.1f} MiB for "
+        raise DPTooLargeError(f"esdp's dynamic program needs {_mib(need)} MiB for "
                               f"{idx.size} channels x {n_c} capacity states x {S + 1} budget "
-                              f"levels: above its limit of {limit_bytes / 2**20:,.1f} MiB")
+                              f"levels: above its limit of {_mib(limit_bytes)} MiB")
     # the allowed edges only, in order: the same recursion on a shorter list
     sub = (np.ascontiguousarray(s2[idx]), np.ascontiguousarray(theta[idx]),
            np.ascontiguousarray(A[:, idx]))
     every = np.ones(idx.size, dtype=np.bool_)
     r = np.ascontiguousarray(np.append(reach[idx], 0))
     values, ck = checkpointed_tables(sub[0], sub[1], sub[2], c, every, r, S + 1, seg)
-    s_star = rule_21(values)
+    s_star = int(rule_21(values))
     x = np.zeros(theta.shape[0], dtype=np.int8)
     x[idx] = checkpointed_selection(s_star, sub[0], sub[1], sub[2], c, every, r, S + 1, seg, ck)
     return x, s_star, S, "checkpointed"
@@ -268,11 +306,12 @@ class ESDP(Agent):
             lo, hi = (mid, hi) if self.worst_case_memory(mid)[0] <= limit else (lo, mid - 1)
         raise DPTooLargeError(
             f"esdp cannot play this instance within memory_limit_mb={self.memory_limit_mb:g}: "
-            f"its exact dynamic program needs about {need / 2**20:,.0f} MiB at the last slot "
+            f"its exact dynamic program needs about {_mib(need)} MiB at the last slot "
             f"(|E|={self.n_edges} channels x {self.cap_states} capacity states x {levels:,} "
             f"budget levels); the largest it can play at these capacities and "
             f"horizon={self.horizon} is |E|={lo} channels: use fewer channels (n_types, "
-            "n_instances, edge_prob or degree_cap), a shorter horizon, or raise memory_limit_mb")
+            "n_instances, edge_prob or degree_cap), a shorter horizon, or raise memory_limit_mb",
+            benchmark=self.name)
 
     def _init_state(self, index: int) -> dict[str, np.ndarray]:
         return init_stats(self.n_edges)
@@ -304,7 +343,8 @@ class ESDP(Agent):
                 f"esdp's dynamic program could not allocate its tables at slot t={t} "
                 f"(|E|={self.n_edges} channels x {self.cap_states} capacity states): this "
                 f"machine has less free memory than memory_limit_mb={self.memory_limit_mb:g}; "
-                "lower memory_limit_mb (the DP then checkpoints) or the sizes") from None
+                "lower memory_limit_mb (the DP then checkpoints) or the sizes",
+                benchmark=self.name) from None
         self.last = {"t": t, "eta": eta, "budget_levels": S + 1,
                      "dp_states": (S + 1) * self.cap_states, "s_star": s_star,
                      "x_p4": x.copy(), "dp_form": form}

@@ -16,6 +16,7 @@ import schedgym  # noqa: F401
 from schedgym import agents
 from schedgym.agents.esdp import ESDP, p4_decision
 from schedgym.core.knapsack import DPTooLargeError, best_segment, budgeted_memory
+from schedgym.core.limits import NotComputed
 from schedgym.envs.fluctuating_speed import dynamics
 from tests.agents.test_esdp import ENV_ID, _brute_p4, small_env
 
@@ -83,13 +84,14 @@ def test_auto_checkpoints_when_the_full_tables_exceed_the_limit():
         p4_decision(*args, ck - 1)
 
 
-def test_the_issue_size_is_refused_in_one_line():
+def test_64_ports_by_2560_servers_is_refused_in_one_line():
     # 64 ports x 2,560 servers: about 16,500 channels (the full DP would need ~230 GiB)
     env = gym.make(ENV_ID, n_types=64, n_instances=2560, compute_oracle=False)
     with pytest.raises(DPTooLargeError) as err:
         agents.make("esdp", env)
     msg = str(err.value)
-    assert isinstance(err.value, ValueError) and "\n" not in msg
+    assert isinstance(err.value, NotComputed) and isinstance(err.value, ValueError)
+    assert err.value.benchmark == "esdp" and "\n" not in msg
     E = env.unwrapped.instance.n_edges
     head = (rf"^esdp cannot play this instance within memory_limit_mb=4096: its exact dynamic "
             rf"program needs about [\d,]+ MiB at the last slot \(\|E\|={E} channels x \d+ "
@@ -109,7 +111,7 @@ def test_the_issue_size_is_refused_in_one_line():
 def test_a_small_limit_names_the_size_that_fits():
     env = gym.make(ENV_ID, horizon=2000)
     need, levels = ESDP(env).worst_case_memory()
-    with pytest.raises(DPTooLargeError, match=rf"needs about [\d,]+ MiB at the last slot .* "
+    with pytest.raises(DPTooLargeError, match=rf"needs about [\d,.]+ MiB at the last slot .* "
                                               rf"x {levels:,} budget levels"):
         ESDP(env, memory_limit_mb=0.5 * need / MIB)
     ESDP(env, memory_limit_mb=need / MIB)  # exactly the bound: accepted
