@@ -48,7 +48,7 @@ def test_the_scan_finds_what_it_looks_for():
                                   "5: getattr(first, '_features', None)"]
 
 
-@pytest.mark.parametrize("env", ["gain_overhead", "deadline_welfare"])
+@pytest.mark.parametrize("env", ["gain_overhead", "deadline_welfare", "fluctuating_speed"])
 def test_vector_env_reads_no_private_attribute_of_its_template(env):
     path = ROOT / env / "vector.py"
     assert private_reads(path.read_text()) == []
