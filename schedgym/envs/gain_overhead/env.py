@@ -198,7 +198,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     instance_features=False, memory_limit_mb=4096, obs_mode="flat", **overrides)``.
     Scenarios: ``paper-default``, ``paper-headline``, ``large-scale`` and the trace-driven
     ``alibaba-gpu-2023`` (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``,
-    ``degree_cap``, ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
+    ``degree_cap``, ``split``, ``time_window`` and ``trace``; ``n_instances="all"``: every
+    node). Overrides (:class:`GainOverheadParams`):
 
     ====================  ============  =========================================================
     parameter             default       allowed
