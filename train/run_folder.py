@@ -101,13 +101,41 @@ def clear_run(run_dir: Path) -> None:
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
 
 
-def keep_progress_log(run_dir: Path, steps: int) -> None:
+def keep_progress_log(run_dir: Path, steps: int) -> Path | None:
     """Before a resumed run writes into its own folder: its ``progress.csv`` (SB3's CSV log,
     which SB3's writer would truncate) becomes ``progress.until-<steps>.csv``, ``steps`` being
-    the step count the resumed model starts from."""
+    the step count the resumed model starts from; returns the kept log's path (None: nothing
+    to keep).
+
+    A saved log is never replaced: when two resumes start from the same step (a second try
+    after a failed one, or a branch), the later log goes to ``progress.until-<steps>-2.csv``,
+    ``-3``, ... (the name is taken by a hard link or an exclusive create, which fail on an
+    existing file, so a concurrent resume cannot take it either). An empty ``progress.csv``
+    (a resume that failed before SB3 logged anything) holds nothing and is removed."""
+    import os
+
     old_csv = run_dir / "progress.csv"
-    if old_csv.is_file():
-        old_csv.rename(run_dir / f"progress.until-{steps}.csv")
+    if not old_csv.is_file():
+        return None
+    if old_csv.stat().st_size == 0:
+        old_csv.unlink()
+        return None
+    for k in range(1, 10_000):
+        kept = run_dir / (f"progress.until-{steps}.csv" if k == 1
+                          else f"progress.until-{steps}-{k}.csv")
+        try:
+            try:
+                os.link(old_csv, kept)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: exclusive create, then copy
+                with kept.open("xb") as dst:
+                    dst.write(old_csv.read_bytes())
+        except FileExistsError:
+            continue
+        old_csv.unlink()
+        return kept
+    raise ValueError(f"run folder {run_dir}: too many saved logs progress.until-{steps}-*.csv")
 
 
 def evaluation_history(cfg: TrainConfig, run_dir: Path) -> Path:
