@@ -48,7 +48,7 @@ def test_a_learned_spec_reads_its_algo_path_and_options():
 
 @pytest.mark.parametrize("text, expected", [
     ("ppo:x.zip", True), ("SAC:a/b.zip", True), ("td3:C:/m.zip", True), ("a2c:m.zip[x=1]", True),
-    ("ogasched[timing=oco]", False), ("random", False), ("foo:bar.zip", False),
+    ("ogasched[timing=oco]", False), ("random", False),
     ("ogasched[x=a:b]", False), ("ppo[x=1]", False),
 ])
 def test_what_is_learned(text, expected):
@@ -175,3 +175,5 @@ def test_an_unknown_algorithm_is_one_line(text):
                                          r"ALGO:.*model.zip with ALGO one of ppo, a2c, sac, "
                                          r"td3$"):
         AgentSpec.parse(text)
+    with pytest.raises(ValueError, match="is not a learning algorithm"):
+        is_learned(text)
