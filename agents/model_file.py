@@ -188,6 +188,15 @@ def open_zip(path: str | Path) -> zipfile.ZipFile:
                          "restore it from a copy") from None
 
 
+def check_zip(path: str | Path) -> None:
+    """Read every entry of the zip at ``path`` and check its CRC: ``ValueError`` in one line
+    naming the file and the damaged entry (rather than SB3's "wasn't a zip-file" or a CRC
+    traceback half-way through a load)."""
+    with open_zip(path) as zf:
+        for info in zf.infolist():
+            _read(zf, info.filename, path)
+
+
 def _read(zf: zipfile.ZipFile, name: str, path: str | Path) -> bytes:
     try:
         return zf.read(name)

@@ -19,6 +19,8 @@ unpickle them, so resume only from your own runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +74,32 @@ def save_run(run_dir: Path, cfg: TrainConfig, plan: TrainPlan, model: Any, wall_
     the config normalises), then ``config.yml`` and ``run.json`` (:func:`write_meta`); returns
     the model's path."""
     model_path = run_dir / MODEL
-    model.save(str(model_path))
+    with naming(model_path):
+        model.save(str(model_path))
     if plan.settings["normalize"] is not None:
-        model.get_vec_normalize_env().save(str(run_dir / VECNORMALIZE))
+        with naming(run_dir / VECNORMALIZE):
+            model.get_vec_normalize_env().save(str(run_dir / VECNORMALIZE))
     record = model_record(cfg, plan, model)
     for path in (model_path, run_dir / "best_model.zip",
                  *sorted((run_dir / "checkpoints").glob("model_*_steps.zip"))):
         if path.is_file():
-            add_record(path, record)
-    write_meta(run_dir, cfg, plan, model, wall_s, interrupted)
+            with naming(path):
+                add_record(path, record)
+    with naming(run_dir / RUN_RECORD):
+        write_meta(run_dir, cfg, plan, model, wall_s, interrupted)
     return model_path
+
+
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` raised inside names ``path`` (its ``filename``) when the writer did not
+    (a full disk during ``model.save`` says only "[Errno 28]")."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 def play_of(cfg: TrainConfig) -> str:
