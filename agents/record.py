@@ -106,3 +106,20 @@ def learned_env_kwargs(spec: str | AgentSpec, env_id: str | None = None) -> dict
                          f"on {trained} with {describe_mode(env_kw)} (its record: "
                          f"{agent.path}); give a model trained on {env_id}")
     return {k: env_kw[k] for k in PLAY_KEYS if k in env_kw}
+
+
+def learned_play(spec: str | AgentSpec) -> str | None:
+    """How the learned agent ``spec`` plays, without loading it: ``"mode"`` or ``"sampled"``
+    from its ``deterministic`` option, else the model's recorded ``play``, else ``"mode"``;
+    None for a classical agent. For a table naming each learned agent's play."""
+    agent = AgentSpec.parse(spec)
+    if not agent.is_learned or agent.path is None:
+        return None
+    given = agent.learned_options()["deterministic"]
+    if given is not None:
+        return "mode" if given else "sampled"
+    try:
+        recorded = model_record(agent.path).get("play")
+    except ValueError:
+        recorded = None
+    return recorded if recorded in model_file.PLAYS else "mode"

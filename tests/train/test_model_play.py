@@ -83,3 +83,28 @@ def test_a_tiny_models_default_play_selects_something(run):
         if term or trunc:
             break
     assert np.mean(np.array(picked) > 0) > 0.5
+
+
+def test_the_play_is_known_without_loading_the_model(run):
+    from schedgym.agents.record import learned_play
+
+    plain = f"ppo:{run.model_path}"
+    assert learned_play(plain) == _play_of(run)
+    assert learned_play(f"{plain}[deterministic=false]") == "sampled"
+    assert learned_play(f"{plain}[deterministic=true]") == "mode"
+    assert learned_play("hauf") is None
+
+
+def test_compare_refuses_a_model_of_another_env_in_one_line(run, tmp_path, capsys):
+    """A FluctuatingSpeed model in a GainOverhead compare: one line naming the model, the env
+    and the mode it was trained in (not "action_mode='scores' is invalid")."""
+    from schedgym.train.cli import main as schedgym
+
+    go = "schedgym/GainOverhead-v0"
+    code = schedgym(["compare", go, "--agents", f"ogasched,ppo:{run.model_path}", "--seeds", "0",
+                     "--out", str(tmp_path / "cmp"), "--quiet", "--no-plots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"cannot play {go}: the model was trained on {ENV_ID} with action_mode='scores', " \
+           "obs_mode='entities'" in err[0] and str(run.model_path) in err[0]
+    assert not (tmp_path / "cmp").exists()
