@@ -127,6 +127,24 @@ def _check_count(name: str, value: int | None, low: int) -> None:
         raise ValueError(f"{name}={value!r} is invalid: must be an integer >= {low}")
 
 
+def _check_out(out: str) -> None:
+    """``out`` must name a folder: not empty, and neither it nor a folder above it a symbolic
+    link to nothing (the run folder could not be made there)."""
+    from pathlib import Path
+
+    if not str(out).strip():
+        raise ValueError(f"out={out!r} is invalid: give the folder the runs go in (default "
+                         "runs)")
+    path = Path(out)
+    for p in (path, *path.parents):
+        if p.is_symlink() and not p.exists():
+            import os
+
+            raise ValueError(f"out={out!r} is invalid: {str(p)!r} is a symbolic link to "
+                             f"{os.readlink(p)!r}, which does not exist")
+    check_out_folder(out, "out")
+
+
 def _validate_config(cfg: TrainConfig) -> None:
     """Raise ``ValueError`` naming the field, the value and what is allowed."""
     if cfg.algo not in hp.ALGOS:
@@ -148,7 +166,7 @@ def _validate_config(cfg: TrainConfig) -> None:
                          "(--instance-seed) or instance_seeds (--instance-seeds)")
     if cfg.name is not None:
         check_run_name(cfg.name, "name")  # a run never writes outside out
-    check_out_folder(cfg.out, "out")
+    _check_out(cfg.out)
     if cfg.policy not in ("default", "entity"):
         raise ValueError(f"policy={cfg.policy!r} is invalid: must be one of default, entity")
     check_bool("eval_draws", cfg.eval_draws)
