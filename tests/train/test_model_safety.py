@@ -151,3 +151,26 @@ def test_a_bit_rotted_zip_is_one_line_naming_it(trained, tmp_path):
                                          r"back .*: train it again") as err:
         make(f"ppo:{path}", _env())
     assert len(str(err.value).splitlines()) == 1
+
+
+def test_compare_with_a_crafted_zip_runs_no_code(tmp_path, capsys):
+    """The reviewer's case: ``schedgym compare`` given a hostile zip (plain SB3 save, no
+    record) refuses it in one line and the file is never written."""
+    from schedgym.train.cli import main as schedgym
+
+    env = _env()
+    path = tmp_path / "model.zip"
+    PPO("MultiInputPolicy", env, n_steps=16, batch_size=16, device="cpu").save(path)
+    target = tmp_path / "pwned"
+    with zipfile.ZipFile(path) as zf:
+        data = json.loads(zf.read("data"))
+    for key in ("observation_space", "action_space", "policy_class"):
+        data[key][":serialized:"] = base64.b64encode(
+            cloudpickle.dumps(_WritesAFile(target))).decode()
+    _rewrite(path, {"data": json.dumps(data).encode()})
+    sets = sum((["--set", f"{k}={v}"] for k, v in small_overrides(GO).items()), [])
+    code = schedgym(["compare", GO, "--agents", f"ogasched,ppo:{path}", "--seeds", "0", *sets,
+                     "--out", str(tmp_path / "cmp"), "--quiet", "--no-plots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "[trusted=true]" in err[0], err
+    assert not target.exists()
