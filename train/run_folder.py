@@ -14,13 +14,14 @@ by ``--resume``, after the checks that keep a resumed run consistent.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from schedgym.agents.record import RUN_RECORD, run_record
 from schedgym.train.tensorboard import env_folder
-from schedgym.train.train_config import TrainConfig
+from schedgym.train.train_config import TrainConfig, default_eval_draws
 
 #: Marker file claiming a run folder for one run.
 CLAIM = ".schedgym-run"
@@ -35,6 +36,21 @@ def run_folder_of(model_path: str | Path) -> Path:
     """The run folder a saved model belongs to (``.../run/checkpoints/x.zip`` -> ``.../run``)."""
     p = Path(model_path).resolve().parent
     return p.parent if p.name == "checkpoints" else p
+
+
+def resolve_eval_draws(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with ``eval_draws`` decided: as given; else, on resume, the resumed run's own
+    setting (its ``run.json``; a record that does not read back is left to
+    :func:`check_resumed_evaluations` to refuse); else the env's default for the policy
+    (:func:`~schedgym.train.train_config.default_eval_draws`)."""
+    if cfg.eval_draws is not None:
+        return cfg
+    if cfg.resume is not None:
+        record = run_record(run_folder_of(cfg.resume))
+        before = record.get("eval_draws") if record is not None else None
+        if isinstance(before, bool):
+            return dataclasses.replace(cfg, eval_draws=before)
+    return dataclasses.replace(cfg, eval_draws=default_eval_draws(cfg.env_id, cfg.policy))
 
 
 def check_resumed_evaluations(cfg: TrainConfig) -> None:
@@ -64,7 +80,7 @@ def check_resumed_evaluations(cfg: TrainConfig) -> None:
     if not isinstance(before, bool):
         raise ValueError(f"{where} has eval_draws={before!r}: must be true or false (restore "
                          f"the file, or move {EVALUATIONS} away)")
-    if before != cfg.eval_draws:
+    if cfg.eval_draws is not None and before != cfg.eval_draws:  # None: the run's own
         kind = {True: "sampled actions (--eval-draws)", False: "the policy's mode"}
         raise ValueError(f"eval_draws={cfg.eval_draws} is invalid for resume={cfg.resume!r}: "
                          f"that run evaluated {kind[before]}, and best_model.zip is kept by "

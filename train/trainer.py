@@ -35,6 +35,7 @@ from schedgym.train.run_folder import (
     evaluation_history,
     keep_progress_log,
     release_unused_claim,
+    resolve_eval_draws,
 )
 from schedgym.train.tensorboard import metric_spec
 from schedgym.train.train_config import (
@@ -174,6 +175,7 @@ class _Trainer:
                 check_zip(cfg.resume)  # a damaged zip: one line now, not SB3's later
             except ValueError as exc:
                 raise ValueError(f"resume={cfg.resume!r} is invalid: {exc}") from None
+        cfg = self.cfg = resolve_eval_draws(cfg)
         plan = _plan(cfg)
         check_resumed_evaluations(cfg)
         run_dir = claim_run_dir(cfg)

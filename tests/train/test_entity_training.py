@@ -66,8 +66,8 @@ def test_compare_plays_the_model_on_another_size(entity_run, tmp_path):
 def test_stochastic_play_is_its_own_agent_and_reproducible(entity_run, tmp_path):
     """``ppo:model.zip[deterministic=false]`` plays sampled actions, seeded by the episode
     seed: two compares give the same records, and they differ from the mode's."""
-    spec = f"ppo:{entity_run.model_path}"
-    drawn = f"{spec}[deterministic=false]"
+    model = f"ppo:{entity_run.model_path}"
+    spec, drawn = f"{model}[deterministic=true]", f"{model}[deterministic=false]"
     recs = []
     for run in ("a", "b"):
         out = tmp_path / run

@@ -21,12 +21,29 @@ SMALL = {"horizon": 20, "n_types": 3, "n_instances": 8, "edge_prob": 0.4}
 SETS = sum((["--set", f"{k}={v}"] for k, v in SMALL.items()), [])
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["mode", "sampled"])
+@pytest.fixture(scope="module", params=[False, True, None], ids=["mode", "sampled", "default"])
 def run(request, tmp_path_factory):
-    """A tiny ``--policy entity`` run, evaluated by its mode or (``eval_draws``) its draws."""
-    return train("ppo", ENV_ID, policy="entity", timesteps=64, overrides=SMALL,
-                 hyperparams={"n_steps": 16, "batch_size": 32}, eval_draws=request.param,
-                 out=tmp_path_factory.mktemp("play"), eval_freq=0, checkpoint_freq=0)
+    """A tiny ``--policy entity`` run, evaluated by its mode, (``eval_draws``) its draws, or
+    as the env says by default (FluctuatingSpeed: its draws)."""
+    result = train("ppo", ENV_ID, policy="entity", timesteps=64, overrides=SMALL,
+                   hyperparams={"n_steps": 16, "batch_size": 32}, eval_draws=request.param,
+                   out=tmp_path_factory.mktemp("play"), eval_freq=0, checkpoint_freq=0)
+    result.asked = request.param  # type: ignore[attr-defined]
+    return result
+
+
+def test_an_entity_run_on_fluctuating_speed_records_its_draws_by_default(run):
+    expected = {False: "mode", True: "sampled", None: "sampled"}[run.asked]
+    assert json.loads((run.run_dir / "run.json").read_text())["play"] == expected
+
+
+def test_the_default_play_is_the_envs_choice_for_the_policy():
+    from schedgym.train.train_config import default_eval_draws
+
+    assert default_eval_draws(ENV_ID, "entity") is True
+    assert default_eval_draws(ENV_ID, "default") is False
+    assert default_eval_draws("schedgym/GainOverhead-v0", "entity") is False
+    assert default_eval_draws("schedgym/DeadlineWelfare-v0", "entity") is False
 
 
 def _play_of(run) -> str:
@@ -108,3 +125,13 @@ def test_compare_refuses_a_model_of_another_env_in_one_line(run, tmp_path, capsy
     assert f"cannot play {go}: the model was trained on {ENV_ID} with action_mode='scores', " \
            "obs_mode='entities'" in err[0] and str(run.model_path) in err[0]
     assert not (tmp_path / "cmp").exists()
+
+
+def test_the_table_names_each_models_play(run):
+    from schedgym.train.summary import display_names
+
+    plain = f"ppo:{run.model_path}"
+    label = display_names([plain, f"{plain}[deterministic=true]"])
+    word = {"sampled": "draws", "mode": "mode"}[_play_of(run)]
+    assert label[plain].endswith(f"(plays its {word})")
+    assert "plays" not in label[f"{plain}[deterministic=true]"]
