@@ -20,6 +20,14 @@ nothing: they only consume capacity). The optimum depends on ``x(t)`` alone, and
 ``cache_size`` patterns): paper-default episodes repeat patterns, the cost per slot falls as the
 episode goes on.
 
+Size: with linear utilities any size is played (the whole 1,523-node cluster's month of the
+trace: 23.5 s of CPU). The concave families' piecewise-linear refinement costs several LPs per
+pattern; beyond :data:`MAX_NONLINEAR_ENTRIES` allocation entries ``E K`` the agent refuses at
+construction in one line (:class:`MyopicOptTooLarge`, a
+:class:`~schedgym.core.limits.NotComputed`: ``schedgym compare`` reports the ceiling as not
+computed), since a month of the trace then takes more than 10 minutes of one core (the whole
+cluster, ``utility="mixed"``: 720.6 s of CPU); ``max_nonlinear_entries=None`` plays anyway.
+
 Under ``arrivals="hidden"`` the observation carries ``x(t-1)``: the agent then plays the optimum
 for the previous slot's arrivals (a "last arrivals" predictor), which is no longer a ceiling.
 """
@@ -32,9 +40,23 @@ from typing import Any
 import numpy as np
 
 from schedgym.agents.base import Agent
+from schedgym.core.limits import NotComputed
+from schedgym.core.utilities import LINEAR
 from schedgym.core.validation import check_float, check_int
 from schedgym.envs.gain_overhead.offline import solve_hindsight
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
+
+#: The largest allocation (``E K`` entries) myopic-opt solves with non-linear utilities: a
+#: 1,440-slot month of the trace's arrivals (about 300 distinct patterns) within 10 minutes of
+#: one core (docs/gain-overhead.md has the measurements).
+MAX_NONLINEAR_ENTRIES = 32_768
+
+
+class MyopicOptTooLarge(NotComputed):
+    """myopic-opt declines an instance beyond :data:`MAX_NONLINEAR_ENTRIES` with non-linear
+    utilities (the message says the size and the largest it takes)."""
+
+    benchmark = "myopic-opt"
 
 
 class MyopicOpt(Agent):
@@ -45,15 +67,21 @@ class MyopicOpt(Agent):
         rtol: relative optimality gap of the concave families' solve (certified by a dual
             bound; linear utilities are solved exactly by the LP).
         cache_size: arrival patterns whose optimum is kept (0: no cache).
+        max_nonlinear_entries: the largest ``E K`` played with non-linear utilities
+            (:class:`MyopicOptTooLarge` beyond it); ``None``: no limit.
     """
 
     name = "myopic-opt"
 
-    def __init__(self, env: Any, rtol: float = 1e-8, cache_size: int = 4096) -> None:
+    def __init__(self, env: Any, rtol: float = 1e-8, cache_size: int = 4096,
+                 max_nonlinear_entries: int | None = MAX_NONLINEAR_ENTRIES) -> None:
         super().__init__(env)
         if not isinstance(self.instance, GainOverheadInstance):
             raise ValueError(f"env={type(self.env).__name__} is invalid for myopic-opt: must be "
                              "schedgym/GainOverhead-v0")
+        if max_nonlinear_entries is not None:
+            check_size(self.instance, check_int("max_nonlinear_entries", max_nonlinear_entries,
+                                                min_value=1))
         self.rtol = check_float("rtol", rtol, low=0.0, low_open=True, high=1e-3)
         self.cache_size = check_int("cache_size", cache_size, min_value=0)
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
@@ -88,3 +116,15 @@ class MyopicOpt(Agent):
     def _act(self, obs: dict[str, np.ndarray], state: Any, deterministic: bool) -> np.ndarray:
         x = np.asarray(obs["arrivals"], dtype=np.float64)
         return self.env.encode_action(self.allocation(x))
+
+
+def check_size(inst: GainOverheadInstance, limit: int = MAX_NONLINEAR_ENTRIES) -> None:
+    """Raise :class:`MyopicOptTooLarge` (one line) when ``inst`` has a non-linear utility and
+    more than ``limit`` allocation entries ``E K``."""
+    entries = inst.n_edges * inst.n_resources
+    if entries > limit and not bool(np.all(inst.utility_codes == LINEAR)):
+        raise MyopicOptTooLarge(
+            f"myopic-opt is not played at this size: {inst.n_edges:,} channels x "
+            f"{inst.n_resources} resources = {entries:,} allocation entries with non-linear "
+            f"utilities; it takes at most {limit:,} with them (any size with linear ones), or "
+            "pass max_nonlinear_entries=None to play anyway")

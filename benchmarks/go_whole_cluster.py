@@ -7,7 +7,8 @@ of the env and the agent, ms per decision (``agent.predict``) and per env step, 
 total wall and CPU seconds, its reward and the process's peak RSS (MB = 2**20 bytes).
 
 Usage: ``python benchmarks/go_whole_cluster.py [--agents a,b,...] [--horizon T]
-[--split train|test] [--utility linear|mixed|...] [--seed S]``
+[--split train|test] [--utility linear|mixed|...] [--seed S] [--n-instances R]``
+(``--n-instances``: a sample of ``R`` nodes instead of every node)
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import schedgym
 from schedgym import agents
 from schedgym.agents.registry import play_kwargs
 name, kw, seed = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-env = gym.make("schedgym/GainOverhead-v0", scenario="alibaba-gpu-2023", n_instances="all",
-               **kw, **play_kwargs(name, "schedgym/GainOverhead-v0"))
+env = gym.make("schedgym/GainOverhead-v0", scenario="alibaba-gpu-2023",
+               **{"n_instances": "all", **kw}, **play_kwargs(name, "schedgym/GainOverhead-v0"))
 agent = agents.make(name, env)
 obs, _ = env.reset(seed=seed)
 built = time.perf_counter() - t0
@@ -70,9 +71,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--split", default=None, choices=("train", "test"))
     ap.add_argument("--utility", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-instances", type=int, default=None, help="a node sample ('all')")
     args = ap.parse_args(argv)
     kw = {k: v for k, v in (("horizon", args.horizon), ("split", args.split),
-                            ("utility", args.utility)) if v is not None}
+                            ("utility", args.utility), ("n_instances", args.n_instances))
+          if v is not None}
     print("| agent | R | E | T | build s | ms/decision | ms/step | episode s (CPU s) | "
           "reward | peak RSS MB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -138,3 +138,29 @@ def test_the_recorded_hard_slot_is_solved():
     obs, _ = env.reset(seed=100)
     for _ in range(280):
         obs, *_ = env.step(agent.predict(obs)[0])
+
+
+def test_refuses_non_linear_utilities_beyond_its_size_in_one_line():
+    from schedgym.agents.myopic_opt import MAX_NONLINEAR_ENTRIES, MyopicOptTooLarge
+    from schedgym.core.limits import NotComputed
+
+    env = gym.make(ENV_ID, scenario="alibaba-gpu-2023", n_instances="all", utility="mixed",
+                   horizon=2)
+    inst = env.unwrapped.instance
+    assert inst.n_edges * inst.n_resources == 64_932 > MAX_NONLINEAR_ENTRIES
+    with pytest.raises(MyopicOptTooLarge, match=r"^myopic-opt is not played at this size: "
+                                                r"10,822 channels x 6 resources = 64,932 "
+                                                r"allocation entries with non-linear utilities; "
+                                                r"it takes at most 32,768") as err:
+        agents.make("myopic-opt", env)
+    assert "\n" not in str(err.value) and isinstance(err.value, NotComputed)
+    assert err.value.benchmark == "myopic-opt"
+    small = gym.make(ENV_ID, n_types=3, n_instances=4, n_resources=2, horizon=2,
+                     utility="log")  # 8 or more entries
+    with pytest.raises(MyopicOptTooLarge, match="it takes at most 4 with them"):
+        agents.make("myopic-opt", small, max_nonlinear_entries=4)
+    agents.make("myopic-opt", small, max_nonlinear_entries=None)  # no limit
+    linear = gym.make(ENV_ID, n_types=3, n_instances=4, n_resources=2, horizon=2)
+    agents.make("myopic-opt", linear, max_nonlinear_entries=4)  # linear: any size
+    with pytest.raises(ValueError, match="max_nonlinear_entries"):
+        agents.make("myopic-opt", small, max_nonlinear_entries=0)
