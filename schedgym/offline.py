@@ -8,6 +8,10 @@ from the env and the instance — and returns named benchmark values for the ful
 seed and reports, for each returned value ``V``, every agent's gap ``V - return`` (regret) and
 ratio ``V / return`` on that seed.
 
+A solver that cannot compute a value at the episode's size raises
+:class:`~schedgym.core.limits.NotComputed` (a ``ValueError``; re-exported here) with a one-line
+reason; ``schedgym compare`` then reports that value as not computed.
+
 Solvers may need scipy (installed with the ``train`` or ``agents`` extras); the environments
 themselves never do.
 """
@@ -17,6 +21,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from typing import Any
+
+from schedgym.core.limits import NotComputed
+
+__all__ = ["NotComputed", "episode_benchmarks", "register", "solver_for"]
 
 #: env class name -> "module:function"
 _SOLVERS: dict[str, str] = {

@@ -23,13 +23,8 @@ from pathlib import Path
 
 import schedgym
 
-#: Edges left out of the graph, each with the reason. The FluctuatingSpeed generator and its
-#: trace reader import each other; that circle is removed by the change that gives the trace
-#: reader its own home (the fs branch), and this exemption goes when that change lands.
-EXEMPT: frozenset[tuple[str, str]] = frozenset({
-    ("schedgym.envs.fluctuating_speed.generator", "schedgym.envs.fluctuating_speed.trace"),
-    ("schedgym.envs.fluctuating_speed.trace", "schedgym.envs.fluctuating_speed.generator"),
-})
+#: Edges left out of the graph, each with the reason (none today).
+EXEMPT: frozenset[tuple[str, str]] = frozenset()
 
 
 def package_modules(root: Path, package: str = "schedgym") -> dict[str, Path]:

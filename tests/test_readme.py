@@ -35,6 +35,7 @@ def test_the_readme_main_job_parses_with_the_cli():
 def test_the_ten_line_example_runs():
     code = re.search(r"## Ten lines\n\n```python\n(.*?)```", README, flags=re.S)
     assert code is not None
+    assert len(code.group(1).splitlines()) == 10, "the 'Ten lines' block must be ten lines"
     src = code.group(1).replace("horizon=500", "horizon=20")
     ns: dict = {}
     exec(compile(src, "README.md", "exec"), ns)
@@ -42,3 +43,11 @@ def test_the_ten_line_example_runs():
     # the example printed the last slot's gain/penalty beside the episode total
     assert ns["gain"] - ns["penalty"] == pytest.approx(ns["total"], rel=1e-9)
     assert ns["gain"] > ns["info"]["gain"]
+
+
+def test_the_readme_agent_list_names_every_registered_agent():
+    from schedgym.agents.registry import names
+
+    listed = README.split("Agents (`schedgym.agents.make", 1)[1].split("## ", 1)[0]
+    missing = [name for name in names() if f"`{name}`" not in listed]
+    assert not missing, f"README's agent list lacks {missing}"

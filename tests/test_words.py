@@ -15,11 +15,7 @@ ROOT = Path(schedgym.__file__).resolve().parent
 ISSUE = re.compile(r"\bissue ?\d+", re.IGNORECASE)
 #: Files of other helpers' branches that still name an issue, each removed from this list when
 #: its branch lands (the test refuses a stale entry).
-EXEMPT = frozenset({
-    "agents/baselines/greedy_index.py",
-    "envs/fluctuating_speed/entities.py",
-    "envs/fluctuating_speed/env.py",
-})
+EXEMPT: frozenset[str] = frozenset()
 
 
 def _sources() -> dict[str, str]:

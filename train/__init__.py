@@ -23,6 +23,7 @@ Inside ``train`` there are two kinds of module:
 
   - training: :mod:`.train_config` (the run's knobs), :mod:`.trainer` (the loop),
     :mod:`.callbacks` (inside ``learn``: metrics, progress, limits, evaluation),
+    :mod:`.train_report` (the progress lines and the closing line's stop reason),
     :mod:`.run_folder` (claims and resume checks), :mod:`.model_io` (the saved files),
     :mod:`.multiseed` (one run per seed), :mod:`.hyperparams` (rl-zoo3 configs),
     :mod:`.entity_training` and :mod:`.policies` (the entity policy), :mod:`.instances`
@@ -32,6 +33,7 @@ Inside ``train`` there are two kinds of module:
     missing ones), :mod:`.preflight` (checks and warm-up before the first episode),
     :mod:`.head_to_head` (compare as a library), :mod:`.summary` (compare's table and files),
     :mod:`.experiments` and :mod:`.experiment_report` (reproduce as a library);
+  - performance: :mod:`.bench_scale` (``schedgym bench scale``: cost and memory against size);
   - shared: :mod:`.runner` (one episode), :mod:`.tensorboard` (the tags), :mod:`.plots`,
     :mod:`.stats`, :mod:`.cli_options`, :mod:`.safe_yaml`, :mod:`.reaper`.
 """

@@ -45,10 +45,17 @@ OnDone = Callable[[Any, Any, BaseException | None], None]
 
 
 def error_outcome(task: EpisodeTask, exc: BaseException) -> dict[str, Any]:
-    """The outcome of a task that failed with ``exc`` (one-line error text)."""
+    """The outcome of a task that failed with ``exc`` (one-line error text; an agent that
+    declines this size, :class:`~schedgym.core.limits.NotComputed`, is marked
+    ``"not_computed": true`` so the run reports it as not computed rather than as a bug)."""
+    from schedgym.core.limits import NotComputed
+
     text = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    return {"record": {"key": list(task.key), "status": "error", "error": text[0] if text
-                       else type(exc).__name__, **task_config(task)}}
+    rec = {"key": list(task.key), "status": "error", "error": text[0] if text
+           else type(exc).__name__, **task_config(task)}
+    if isinstance(exc, NotComputed):
+        rec.update(error=exc.reason, not_computed=True)
+    return {"record": rec}
 
 
 def execute(task: EpisodeTask) -> dict[str, Any]:
@@ -71,10 +78,16 @@ def _benchmark(task: EpisodeTask) -> dict[str, Any]:
     t0 = time.perf_counter()
     env = make_env(task.env_id, task.scenario, task.instance_seed, task.overrides)
     env.reset(seed=task.seed)
-    values = offline.episode_benchmarks(env)
-    env.close()
+    skipped: dict[str, str] = {}
+    try:
+        values = offline.episode_benchmarks(env)
+    except offline.NotComputed as exc:  # beyond the solver's sizes: said, not an error
+        values, skipped = {}, {exc.benchmark or "benchmark": exc.reason}
+    finally:
+        env.close()
     rec = {"key": list(task.key), "status": "ok", "metrics": values,
-           "wall_s": time.perf_counter() - t0, **task_config(task)}
+           "wall_s": time.perf_counter() - t0, **task_config(task),
+           **({"not_computed": skipped} if skipped else {})}
     return {"record": rec}
 
 
@@ -307,6 +320,29 @@ def import_ray() -> Any:
     return ray
 
 
+def private_token_file() -> list[str]:
+    """Make the token file of a Ray that this process starts readable by its owner only.
+
+    A new local Ray turns token authentication on and writes its token to
+    ``~/.ray/auth_token`` (or ``$RAY_AUTH_TOKEN_PATH``) with the process's umask, usually
+    0644, and whoever reads the token can run code on the cluster. Called before
+    ``ray.init`` (``~/.ray`` is created 0700 where missing, so a new token is never readable
+    by others) and after it (an existing file of ours gets 0600). Returns the files changed."""
+    home = os.path.join(os.path.expanduser("~"), ".ray")
+    if not os.path.exists(home):
+        os.makedirs(home, mode=0o700, exist_ok=True)
+    changed = []
+    for path in {os.path.join(home, "auth_token"), os.environ.get("RAY_AUTH_TOKEN_PATH", "")}:
+        try:
+            st = os.stat(path)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(path, st.st_mode & 0o700)
+                changed.append(path)
+        except OSError:  # no such file (yet), or not ours to change
+            continue
+    return changed
+
+
 def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
              workers: int | None, address: str, grace: float = 0.0) -> None:
     ray = import_ray()
@@ -320,8 +356,10 @@ def _run_ray(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone,
         else:  # a local Ray: its processes must not outlive a kill -9 of this one
             watchdog = reaper.start()
             try:  # "local": a new Ray of our own, even where `ray start` left a cluster
+                private_token_file()
                 ray.init(address="local", num_cpus=workers or os.cpu_count() or 1,
                          include_dashboard=False, log_to_driver=False)
+                private_token_file()
             except BaseException:
                 if watchdog is not None:
                     watchdog.stop()

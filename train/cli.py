@@ -9,6 +9,8 @@ arguments and sets ``func``; this file wires them together, adds ``schedgym list
   disk; an unknown Gymnasium env id) prints one line ``schedgym CMD: error: MESSAGE`` and exits
   with status 2, like argparse's own usage errors;
 - Ctrl-C exits with status 130 (after the subcommand saved what it had);
+- a usage error (an unknown algorithm, a missing argument) is one line too, with the
+  ``--help`` to see, exit status 2;
 - anything else is a bug of ours and keeps its traceback (please report it).
   ``SCHEDGYM_TRACEBACK=1`` shows the traceback of user errors too.
 """
@@ -21,6 +23,7 @@ import os
 import re
 import sys
 import traceback
+from typing import NoReturn
 
 #: subcommand -> module providing ``add_parser(subparsers)``
 SUBCOMMANDS = {
@@ -32,6 +35,11 @@ SUBCOMMANDS = {
     "bench": "schedgym.train.bench",
 }
 
+
+#: how an unknown keyword is said for Python's and TorchRL's sake ("unexpected keyword argument
+#: 'X' (an unknown parameter 'X')"), said once on the command line
+_UNKNOWN_KEYWORD = re.compile(r" got an unexpected keyword argument ('[^']*') "
+                              r"\(an unknown parameter \1\)")
 
 #: what ``gym.make`` appends to an env constructor's error message
 _GYM_CREATOR_SUFFIX = re.compile(r" was raised from the environment creator for \S+ with kwargs "
@@ -52,15 +60,25 @@ def version() -> str:
     return f"schedgym {schedgym.__version__}"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, ``PROG: error: MESSAGE (see PROG
+    --help)``, exit status 2, instead of the usage block (16 lines for ``schedgym train``)
+    above the message."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``schedgym`` parser with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="schedgym",
         description="Gymnasium environments for online multi-server job scheduling: compare "
         "classical and learned agents, train SB3 learners, reproduce the papers.",
     )
     parser.add_argument("--version", action="version", version=version())
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=OneLineParser)
     for name, mod in SUBCOMMANDS.items():
         if name == "list":
             add_parser(sub)
@@ -155,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         msg = " ".join(str(exc).split()) or type(exc).__name__
         msg = _GYM_CREATOR_SUFFIX.sub("", msg)  # gym.make's note repeats the keywords given
+        msg = _UNKNOWN_KEYWORD.sub(r": unknown parameter \1", msg)
         if isinstance(exc, OSError) and exc.filename is not None and str(exc.filename) not in msg:
             msg = f"{msg}: {exc.filename}"
         print(f"schedgym {args.command}: error: {msg}", file=sys.stderr)

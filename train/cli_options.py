@@ -201,9 +201,9 @@ def add_run_folder_options(p: argparse.ArgumentParser, default_out: str) -> None
     naming ``default_out``, the folder used when it is not given), ``--resume RUN_DIR``,
     ``--overwrite`` and ``--quiet``."""
     p.add_argument("--out", default=None,
-                   help=f"run folder (default {default_out}, or the first free <...>-2, -3 "
-                   "when a run is there); a given --out that exists is refused, unless "
-                   "--overwrite")
+                   help=f"run folder (default {default_out}; when a run is there, the "
+                   "command moves on to NAME-2, NAME-3, ...); a given --out that exists is "
+                   "refused, unless --overwrite")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="finish an interrupted run: only its missing episodes are played")
     p.add_argument("--overwrite", action="store_true",

@@ -9,13 +9,15 @@ beside the model, classical agents in the default mode (or the mode their class 
 (scenario, overrides, seeds) is the run's for all. Episodes run in parallel worker processes
 (``--workers``) or as Ray tasks (``--ray [ADDRESS]``), with the same records either way.
 
-Nothing finished is lost. The run folder (``--out``, default
-``results/compare/<env>-<scenario>-<overrides>-<hash>``) is created before the first episode
-(an existing one is refused unless ``--resume`` or ``--overwrite``; an unwritable one stops the
-command at once) and every finished episode is appended to its ``episodes.jsonl`` the moment it
-ends. Ctrl-C stops within a second or two and prints the resume command; ``--resume RUN_DIR``
-runs only the missing episodes. A failing episode is recorded with its error, the others go on,
-and the command exits with status 1 and a summary. ``schedgym report RUN_DIR`` rebuilds the
+Nothing finished is lost. The run folder is created before the first episode (an unwritable
+one stops the command at once) and every finished episode is appended to its
+``episodes.jsonl`` the moment it ends. The default folder is
+``results/compare/<env>-<scenario>-<overrides>-<hash>``; when a run is already there, the
+command moves on to ``NAME-2``, ``NAME-3``, ... (a repeated command never overwrites a run). A
+given ``--out`` that exists is refused unless ``--resume`` or ``--overwrite``. Ctrl-C stops
+within a second or two and prints the resume command; ``--resume RUN_DIR`` runs only the
+missing episodes. A failing episode is recorded with its error, the others go on, and the
+command exits with status 1 and a summary. ``schedgym report RUN_DIR`` rebuilds the
 table, ``episodes.csv``, ``summary.csv``, ``summary.json``, ``curves.npz`` and the plots
 ``compare.png``/``compare.svg`` from the store at any time (the command does so at its end).
 
@@ -115,14 +117,14 @@ def _seeds(args: argparse.Namespace) -> list[int]:
         if args.episodes < 1:
             raise ValueError(f"episodes={args.episodes} is invalid: must be >= 1")
         return list(range(args.episodes))
-    return parse_seeds(args.seeds or "0-2")
+    return parse_seeds(args.seeds or "0-2", "--seeds")
 
 
 def _instance_seeds(args: argparse.Namespace) -> list[int]:
     if args.instance_seed is not None and args.instance_seeds is not None:
         raise ValueError("give either --instance-seed or --instance-seeds, not both")
     if args.instance_seeds is not None:
-        return parse_seeds(args.instance_seeds)
+        return parse_seeds(args.instance_seeds, "--instance-seeds")
     return [args.instance_seed or 0]
 
 

@@ -7,6 +7,9 @@
    agent with the highest mean return), computed per seed on the same episode (common random
    numbers) and then averaged, with its 95% band. Learned agents (``ppo:model.zip``) are dashed.
 
+Legends keep what tells the agents apart (:func:`legend_labels`: the model paths' shared
+folders and file name are dropped and named once above the legend).
+
 ``python -m schedgym.train.plots results/compare/GainOverhead-v0-paper-default [AGENT]``
 redraws them from ``curves.npz`` (with ``AGENT`` as the ratio's reference instead of the best
 classical agent). Also here: :func:`save_strip`, the image strip (and GIF) of ``compare --record``.
@@ -25,7 +28,7 @@ import numpy as np
 from schedgym.agents.spec import AgentSpec, is_learned
 
 __all__ = ["FrameSampler", "band", "best_classical", "curves_from_npz", "curves_from_results",
-           "is_learned", "plot_curves", "save_strip"]
+           "is_learned", "legend_labels", "plot_curves", "save_strip"]
 
 
 def _stack(curves: Sequence[np.ndarray]) -> np.ndarray:
@@ -65,6 +68,73 @@ def best_classical(curves: Mapping[str, Mapping[Any, np.ndarray]]) -> str:
                                             for c in curves[a].values()]))
 
 
+#: Longest legend label; a longer one keeps its two ends around an ellipsis.
+MAX_LABEL = 48
+
+
+def _shorten(text: str, limit: int = MAX_LABEL) -> str:
+    """``text`` itself, or its first and last characters around ``…`` within ``limit``."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return text[:keep] + "…" + text[-(limit - 1 - keep):]
+
+
+def _fit(label: str, limit: int = MAX_LABEL) -> str:
+    """``label`` within ``limit`` characters, its name and its ``[options]`` shortened apart
+    (the options keep up to half the room, or what the name leaves), so neither is cut away."""
+    if len(label) <= limit:
+        return label
+    head, bracket, opts = label.partition("[")
+    tail = _shorten(bracket + opts, max(limit // 2, limit - len(head))) if bracket else ""
+    return _shorten(head, limit - len(tail)) + tail
+
+
+def _common_ends(paths: Sequence[tuple[str, ...]]) -> tuple[int, int]:
+    """How many leading and trailing path parts every one of ``paths`` shares (never all of
+    the shortest, so each keeps at least one part when they differ)."""
+    shortest = min(len(p) for p in paths)
+    lead = 0
+    while lead < shortest and len({p[lead] for p in paths}) == 1:
+        lead += 1
+    trail = 0
+    while trail < shortest - lead and len({p[-1 - trail] for p in paths}) == 1:
+        trail += 1
+    return lead, trail
+
+
+def legend_labels(agents: Sequence[str]) -> tuple[dict[str, str], str]:
+    """Each agent's legend label, and a note of what the labels of the learned agents leave
+    out (``""`` when nothing is).
+
+    Learned agents ``ALGO:path[opts]`` keep the part of their model paths that tells them apart:
+    the path parts all of them share at the start and at the end are dropped
+    (``ppo:runs/FS/entity_s0/model.zip`` and ``ppo:runs/FS/entity_s1/model.zip`` read
+    ``ppo:entity_s0`` and ``ppo:entity_s1``; the note says ``models: runs/FS/*/model.zip``); one
+    learned agent, or several of one model, read ``ALGO:…/run/model.zip[opts]``. Labels over
+    :data:`MAX_LABEL` characters keep both ends. Where two labels would then read the same,
+    the agents' full specs are the labels."""
+    specs = {a: AgentSpec.parse(a) for a in agents}
+    learned = [a for a in agents if specs[a].is_learned]
+    paths = {a: Path(str(specs[a].path)).parts for a in learned}
+    labels = {a: specs[a].short_label() for a in agents}
+    note = ""
+    if len(set(paths.values())) > 1:
+        lead, trail = _common_ends(list(paths.values()))
+        for a in learned:
+            head, bracket, opts = specs[a].label.partition("[")
+            algo = head.partition(":")[0]
+            middle = paths[a][lead:len(paths[a]) - trail]
+            labels[a] = f"{algo}:{'/'.join(middle)}{bracket}{opts}"
+        if lead or trail:
+            ref = paths[learned[0]]
+            note = "models: " + "/".join([*ref[:lead], "*", *ref[len(ref) - trail:]])
+    labels = {a: _fit(v) for a, v in labels.items()}
+    if len(set(labels.values())) < len(labels):
+        return {a: a for a in agents}, ""
+    return labels, note
+
+
 def plot_curves(curves: Mapping[str, Mapping[Any, np.ndarray]], out: str | Path,
                 title: str = "", name: str = "compare", reference: str | None = None
                 ) -> list[Path]:
@@ -85,6 +155,7 @@ def plot_curves(curves: Mapping[str, Mapping[Any, np.ndarray]], out: str | Path,
     ref = reference or best_classical(curves)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     cmap = plt.get_cmap("tab10")
+    labels, note = legend_labels(list(curves))
     for i, (agent, by_seed) in enumerate(curves.items()):
         seeds = sorted(by_seed)
         y = _stack([by_seed[s] for s in seeds])
@@ -93,7 +164,7 @@ def plot_curves(curves: Mapping[str, Mapping[Any, np.ndarray]], out: str | Path,
         style = "--" if is_learned(agent) else "-"
         color = cmap(i % 10)
         m, h = (v[keep] for v in band(y))
-        label = agent if len(agent) <= 40 else agent[:18] + "..." + agent[-18:]
+        label = labels[agent]
         ax1.plot(t[keep], m, style, color=color, label=label, lw=1.5)
         ax1.fill_between(t[keep], m - h, m + h, color=color, alpha=0.2, lw=0)
         common = [s for s in seeds if s in curves[ref]]
@@ -113,7 +184,7 @@ def plot_curves(curves: Mapping[str, Mapping[Any, np.ndarray]], out: str | Path,
     ax1.set_xlabel("slot / step t")
     ax1.set_ylabel("cumulative reward")
     ax1.set_title(f"cumulative reward (mean, 95% CI over {n_seeds} episodes)")
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8, title=_shorten(note, 2 * MAX_LABEL) or None, title_fontsize=7)
     ax2.set_xlabel("slot / step t")
     ax2.set_ylabel(f"cumulative reward / {ref}'s")
     ax2.set_title(f"ratio to the best classical agent ({ref})" if reference is None

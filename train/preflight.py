@@ -70,16 +70,15 @@ def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
     if not (sys.stderr is not None and sys.stderr.isatty()):
         yield
         return
-    from schedgym._compile_notice import LISTENER
+    from schedgym._compile_notice import LISTENER, say
 
     LISTENER.said = True  # one notice, this one
     shown = threading.Event()
 
     def notice() -> None:
         shown.set()
-        print("preparing the agents: the first use compiles the kernels (once per install or "
-              "kernel change; later runs load them from the cache)...", file=sys.stderr,
-              flush=True)
+        say("preparing the agents: the first use compiles the kernels (once per install or "
+            "kernel change; later runs load them from the cache)...")
 
     timer = threading.Timer(after_s, notice)
     timer.daemon = True
@@ -90,7 +89,7 @@ def compile_notice(after_s: float = NOTICE_AFTER_S) -> Iterator[None]:
     finally:
         timer.cancel()
     if shown.is_set():
-        print(f"ready after {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        say(f"ready after {time.perf_counter() - t0:.0f} s")
 
 
 def warm_up(env: Any, agent: Any, steps: int = 2) -> None:

@@ -60,8 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _new_store(args: argparse.Namespace) -> RunStore:
     cfg = load_experiment(find_experiment(args.experiment))
-    seeds = parse_seeds(args.seeds or str(cfg["seeds"]))
-    inst = parse_seeds(args.instance_seeds or str(cfg["instance_seeds"]))
+    seeds = parse_seeds(args.seeds or str(cfg["seeds"]), "--seeds" if args.seeds else "seeds")
+    inst = parse_seeds(args.instance_seeds or str(cfg["instance_seeds"]),
+                      "--instance-seeds" if args.instance_seeds else "instance_seeds")
     overrides = parse_overrides(args.overrides)
     clash = sorted(set(overrides) & swept_keys(cfg))
     if clash:

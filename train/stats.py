@@ -39,28 +39,37 @@ def fmt_ci(mean: float, half: float, digits: int = 4) -> str:
 MAX_SEEDS = 100_000
 
 
-def _seed_range(part: str, text: str) -> tuple[int, int]:
-    """``"3-7"`` -> (3, 7), ``"5"`` -> (5, 5); anything else is the ``seeds`` error."""
+def _bad(what: str, text: str) -> str:
+    """``--seeds '5-1' is invalid`` (a flag) or ``seeds='5-1' is invalid`` (a parameter)."""
+    return f"{what} {text!r} is invalid" if what.startswith("-") else f"{what}={text!r} is invalid"
+
+
+def _seed_range(part: str, text: str, what: str) -> tuple[int, int]:
+    """``"3-7"`` -> (3, 7), ``"5"`` -> (5, 5); anything else is an error naming ``what``."""
     try:
         lo, hi = (int(p) for p in part.split("-", 1)) if "-" in part else (int(part),) * 2
     except ValueError:
         lo, hi = -1, -1
+    if lo >= 0 and hi < lo:
+        raise ValueError(f"{_bad(what, text)}: the range {part} runs backwards; write "
+                         f"{hi}-{lo}")
     if lo < 0 or hi < lo:
         raise ValueError(
-            f"seeds={text!r} is invalid: must be non-negative integers or ranges like 0-4,7")
+            f"{_bad(what, text)}: must be non-negative integers or ranges like 0-4,7")
     return lo, hi
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"0-4"`` -> [0..4]; ``"1,3,7"``; ``"0-2,10"`` (at most :data:`MAX_SEEDS` seeds)."""
+def parse_seeds(text: str, what: str = "seeds") -> list[int]:
+    """``"0-4"`` -> [0..4]; ``"1,3,7"``; ``"0-2,10"`` (at most :data:`MAX_SEEDS` seeds).
+    ``what``: the option or parameter named in the error (``"--instance-seeds"``)."""
     seeds: list[int] = []
     for part in filter(None, (p.strip() for p in str(text).split(","))):
-        lo, hi = _seed_range(part, text)
+        lo, hi = _seed_range(part, text, what)
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
-            raise ValueError(f"seeds={text!r} is invalid: more than {MAX_SEEDS:,} seeds")
+            raise ValueError(f"{_bad(what, text)}: more than {MAX_SEEDS:,} seeds")
         seeds.extend(range(lo, hi + 1))
     if not seeds:
-        raise ValueError(f"seeds={text!r} is invalid: no seed given")
+        raise ValueError(f"{_bad(what, text)}: no seed given")
     return list(dict.fromkeys(seeds))
 
 

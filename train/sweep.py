@@ -39,6 +39,10 @@ class SweepOutcome:
     skipped: int = 0
     failed: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
+    #: agents' episodes finished now, of ``episodes_todo`` to play (what the progress bar
+    #: counts: the offline benchmark tasks are no episode of an agent)
+    episodes_done: int = 0
+    episodes_todo: int = 0
 
 
 def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = None,
@@ -47,9 +51,10 @@ def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = N
     Ctrl-C: the outcome says it was interrupted (the store holds everything finished)."""
     done = store.done()
     todo = [t for t in tasks if t.key not in done]
-    out = SweepOutcome(skipped=len(tasks) - len(todo))
+    out = SweepOutcome(skipped=len(tasks) - len(todo),
+                       episodes_todo=sum(t.agent != BENCHMARK for t in todo))
     # the bar counts agents' episodes only (benchmark tasks are no episode of an agent)
-    bar = _progress(sum(t.agent != BENCHMARK for t in todo), show_progress, desc)
+    bar = _progress(out.episodes_todo, show_progress, desc)
 
     def on_done(task: EpisodeTask, res: Any, exc: BaseException | None) -> None:
         if exc is not None:
@@ -59,6 +64,7 @@ def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = N
         if res["record"]["status"] != "ok":
             out.failed.append(res["record"])
         if task.agent != BENCHMARK:
+            out.episodes_done += 1
             bar.update(1)
 
     try:
@@ -70,26 +76,46 @@ def run_sweep(store: RunStore, tasks: list[EpisodeTask], workers: int | None = N
     return out
 
 
+def interrupted_line(store: RunStore, out: SweepOutcome) -> str:
+    """``interrupted: 7 of 24 episodes finished (...)``: the agents' episodes as the progress bar
+    counts them (this invocation's, of those it had to play), then what the run folder keeps in
+    all, offline benchmarks included."""
+    tasks = plan(store.spec)
+    done = store.done()
+    episodes = [t for t in tasks if t.agent != BENCHMARK]
+    kept = sum(t.key in done for t in episodes)
+    benches = [t for t in tasks if t.agent == BENCHMARK]
+    text = f"interrupted: {out.episodes_done} of {out.episodes_todo} episodes finished"
+    rest = [f"{kept} of {len(episodes)} episodes of the run"] if kept != out.episodes_done or \
+        len(episodes) != out.episodes_todo else []
+    if benches:
+        rest.append(f"{sum(t.key in done for t in benches)} of {len(benches)} offline "
+                    "benchmarks")
+    return text + (f" ({', '.join(rest)})" if rest else "") + f", kept in {store.path}"
+
+
 def finish_message(command: str, store: RunStore, out: SweepOutcome) -> int:
     """Print the end-of-run summary to stderr (interrupt: the resume command; failures: one
     line each); returns the exit status (0, :data:`EXIT_FAILED`, :data:`EXIT_INTERRUPTED`)."""
     total = len(plan(store.spec))
-    have = len(store.done())
     if out.interrupted:
-        print(f"\ninterrupted: {have} of {total} tasks finished and kept in {store.path}\n"
+        print(f"\n{interrupted_line(store, out)}\n"
               f"resume with: schedgym {command} --resume {store.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if out.failed:
-        print(f"{len(out.failed)} of {total} tasks failed (recorded in "
+    # an agent declining this size (NotComputed) is no failure: the report says it is not
+    # computed, once per agent (summary.not_computed_lines)
+    failed = [rec for rec in out.failed if not rec.get("not_computed")]
+    if failed:
+        print(f"{len(failed)} of {total} tasks failed (recorded in "
               f"{Path(store.path) / 'episodes.jsonl'}; the table leaves them out):",
               file=sys.stderr)
-        for rec in out.failed[:20]:
+        for rec in failed[:20]:
             setting, agent, inst, seed = rec["key"]
             where = f"{setting}: " if setting else ""
             print(f"  {where}{agent} instance_seed={inst} seed={seed}: {rec['error']}",
                   file=sys.stderr)
-        if len(out.failed) > 20:
-            print(f"  ... and {len(out.failed) - 20} more", file=sys.stderr)
+        if len(failed) > 20:
+            print(f"  ... and {len(failed) - 20} more", file=sys.stderr)
         print(f"retry the failed ones with: schedgym {command} --resume {store.path}",
               file=sys.stderr)
         return EXIT_FAILED

@@ -229,6 +229,7 @@ class _Trainer:
             SchedgymMetricsCallback,
             WallClockLimit,
         )
+        from schedgym.train.train_report import train_report
 
         cfg = self.cfg
         n_envs = plan.settings["n_envs"]
@@ -237,12 +238,14 @@ class _Trainer:
         episodes = default_eval_episodes(cfg)
         freq = cfg.eval_freq if cfg.eval_freq is not None else default_eval_freq(
             n_total, rollout_steps(cfg.algo, plan.algo_kw, n_envs), episodes, plan.horizon)
+        evaluation = None
         if freq > 0 and episodes > 0:
             self.eval_env = self._eval_env(plan)
-            out.append(ResumableEvalCallback(
+            evaluation = ResumableEvalCallback(
                 self.eval_env, history=evaluation_history(cfg, run_dir), n_eval_episodes=episodes,
                 eval_freq=max(freq // n_envs, 1), best_model_save_path=str(run_dir),
-                log_path=str(run_dir), deterministic=not cfg.eval_draws, verbose=0))
+                log_path=str(run_dir), deterministic=not cfg.eval_draws, verbose=0)
+            out.append(evaluation)
         ckpt = max(n_total // 5, 1) if cfg.checkpoint_freq is None else cfg.checkpoint_freq
         if ckpt > 0:
             out.append(CheckpointCallback(max(ckpt // n_envs, 1), str(run_dir / "checkpoints"),
@@ -253,6 +256,7 @@ class _Trainer:
             out.append(WallClockLimit(seconds))
         if cfg.progress:
             out.append(BudgetProgressBar(n_total, seconds))
+        out.append(train_report(cfg, plan.env_kw, evaluation, n_total, seconds, episodes))
         return out
 
     def _eval_env(self, plan: TrainPlan) -> Any:

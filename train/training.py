@@ -30,6 +30,11 @@ runs on the held-out --eval-instance-seeds (default 1000-1004), one episode each
 (--set action_mode=... --set instance_features=true) so that the spaces do not depend on the
 instance.
 
+Progress: a line per evaluation (steps, steps/s, its mean return and, with --beside, the ratio
+to the best classical agent of --beside), and without the bar (--no-progress, --seeds) one a
+minute; the closing line says which limit ended the run (its step target, --max-minutes,
+Ctrl-C) and how many of its steps it reached.
+
 Evaluation (default): every max(TIMESTEPS/5, one rollout) steps, so at most five times per run
 and at most once per rollout; off when the run is shorter than one evaluation (evaluation
 episodes are full episodes, e.g. 2,000 slots).
@@ -65,6 +70,7 @@ from schedgym.train.cli_options import (
 )
 from schedgym.train.stats import parse_seeds
 from schedgym.train.train_config import TrainConfig
+from schedgym.train.train_report import stop_reason
 from schedgym.train.trainer import TrainResult, train
 
 #: The training API, kept importable from here (the command's own module):
@@ -127,7 +133,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="stop and save after this many minutes of wall clock")
     p.add_argument("--beside", default=None, metavar="AGENTS",
                    help="after training, play these agents (comma-separated, e.g. ogasched) on "
-                   "--beside-seeds into the same TensorBoard root, to see them beside the learner")
+                   "--beside-seeds into the same TensorBoard root, as flat reference lines "
+                   "beside the learner; before training, the best classical one of them is "
+                   "played on the evaluation instances (or the first training instances) as "
+                   "the reference of the progress lines' ratios (before --max-minutes starts)")
     p.add_argument("--beside-seeds", default="100-104",
                    help="episode seeds of --beside (default 100-104, held out from training)")
     p.add_argument("--policy", choices=("default", "entity"), default="default",
@@ -146,21 +155,23 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` of ``schedgym train``'s parsed arguments."""
     env = env_options(args)
 
-    def seeds(text: str | None) -> tuple[int, ...] | None:
-        return tuple(parse_seeds(text)) if text is not None else None
+    def seeds(text: str | None, flag: str) -> tuple[int, ...] | None:
+        return tuple(parse_seeds(text, flag)) if text is not None else None
 
     return TrainConfig(
         args.algo, env.env_id, config=args.config,
         hyperparams=parse_overrides(args.hparams, "--hp"), timesteps=args.timesteps,
         n_envs=args.n_envs, seed=args.seed, scenario=env.scenario,
         instance_seed=env.instance_seed, overrides=env.overrides,
-        instance_seeds=seeds(args.instance_seeds),
-        eval_instance_seeds=seeds(args.eval_instance_seeds), out=args.out, name=args.name,
+        instance_seeds=seeds(args.instance_seeds, "--instance-seeds"),
+        eval_instance_seeds=seeds(args.eval_instance_seeds, "--eval-instance-seeds"),
+        out=args.out, name=args.name,
         overwrite=args.overwrite, resume=args.resume, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, eval_seed=args.eval_seed, eval_draws=args.eval_draws,
         checkpoint_freq=args.checkpoint_freq, log_every=args.log_every,
         beside=tuple(split_specs(args.beside)) if args.beside else (),
-        beside_seeds=tuple(parse_seeds(args.beside_seeds)), progress=not args.no_progress,
+        beside_seeds=tuple(parse_seeds(args.beside_seeds, "--beside-seeds")),
+        progress=not args.no_progress,
         verbose=args.verbose, device=args.device, threads=args.threads,
         max_minutes=args.max_minutes, policy=args.policy)
 
@@ -233,7 +244,7 @@ def main(args: argparse.Namespace) -> int:
     if args.seeds is not None:
         if args.resume is not None:
             raise ValueError("--seeds with --resume is invalid: resume one run at a time")
-        dirs = _train_seeds(cfg, parse_seeds(args.seeds), args.ray, args.workers)
+        dirs = _train_seeds(cfg, parse_seeds(args.seeds, "--seeds"), args.ray, args.workers)
         for d in dirs:
             print(f"trained: {d / 'model.zip'}")
         print(f"monitor: tensorboard --logdir {args.out}")
@@ -241,9 +252,9 @@ def main(args: argparse.Namespace) -> int:
     if args.ray is not None:
         raise ValueError("--ray is invalid without --seeds: a single run trains in this process")
     res = train(cfg)
-    state = "interrupted (Ctrl-C) after" if res.interrupted else "trained"
-    print(f"{state} {cfg.algo} on {cfg.env_id} for {res.timesteps} steps in {res.wall_s:.0f} s; "
-          f"saved {res.model_path}, config.yml, run.json in {res.run_dir}")
+    why = stop_reason(res.interrupted, res.timesteps, res.target_timesteps, cfg.max_minutes)
+    print(f"done: {cfg.algo} on {cfg.env_id} {why}, in {res.wall_s:.0f} s; saved "
+          f"{res.model_path}, config.yml, run.json in {res.run_dir}", flush=True)
     for agent, folder in zip(cfg.beside, res.beside_dirs, strict=False):
         print(f"beside: played {agent} on episode seeds "
               f"{','.join(map(str, cfg.beside_seeds))} -> {folder}")

@@ -1,5 +1,5 @@
-"""Greedy optimistic index per unit of capacity for FluctuatingSpeed-v0 (issue 24's strong simple
-baseline; not from the ESDP paper).
+"""Greedy optimistic index per unit of capacity for FluctuatingSpeed-v0 (a strong simple
+baseline for the learned agents to beat; not from the ESDP paper).
 
 Per slot ``t`` (0-based, from the observation's ``progress``), every edge ``e`` gets the index
 

@@ -10,20 +10,35 @@ towards *not* taking an item, then reconstruct the selection forwards from the f
 - :func:`knapsack_01`: ``max v^T x`` s.t. ``A x <= c`` (the ESDP oracle, spec esdp §4.3).
 - :func:`budgeted_knapsack`: for every budget level ``s = 0..S``, ``V*(s) = max w^T x`` s.t.
   ``A x <= c`` and ``b^T x >= s`` (ESDP's Algorithm 2, spec esdp §3.5), with
-  :meth:`BudgetedSolution.selection` to reconstruct a maximiser for any ``s``.
+  :meth:`BudgetedSolution.selection` to reconstruct a maximiser for any ``s``; with
+  ``segment=`` it keeps checkpoints instead of every back-pointer and rebuilds the maximiser
+  by recomputation (:func:`checkpointed_tables`, :func:`budgeted_memory`).
 
 Complexity ``O(E * (S + 1) * prod_k (c_k + 1))`` time; the budgeted DP keeps one boolean
-back-pointer per (item, capacity state, budget level it touches). ``allowed`` (bool ``(E,)``)
-excludes items from the DP (they are never selected). The recursions are compiled with numba
-(``cache=True``); the Python functions validate the input and call them.
+back-pointer per (item, capacity state, budget level it touches), or, checkpointed, about
+``sqrt(8 E)`` tables and one segment's back-pointers for twice the time
+(:func:`budgeted_memory`; :class:`DPTooLargeError` is how a caller refuses a size that does not
+fit). ``allowed`` (bool ``(E,)``) excludes items from the DP (they are never selected). The
+recursions are compiled with numba (``cache=True``); the Python functions validate the input and
+call them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+
+from schedgym.core.limits import NotComputed
+
+
+class DPTooLargeError(NotComputed):
+    """A dynamic program refused before it starts because it would need more memory than it is
+    allowed (the message names the sizes, the memory needed, the limit and the largest size
+    that fits). A ``ValueError`` (through :class:`~schedgym.core.limits.NotComputed`): the sizes
+    are the caller's input; ``schedgym compare`` reports an agent refused so as "not played"."""
 
 
 def _check(
@@ -143,6 +158,52 @@ def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, b
 
 
 @numba.njit(cache=True)
+def _budget_items(W: np.ndarray, v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray,
+                  ok: np.ndarray, reach: np.ndarray, lo: int, hi: int, take: np.ndarray,
+                  start: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Algorithm 2 over items ``hi-1 .. lo`` on the table ``W`` (``(n_c, n_s)``, updated in
+    place from ``W_hi`` to ``W_lo``). Item ``i``'s back-pointers go to its block
+    ``take[start[i]:]`` (``(n_c, reach[i] + 1)``); ``start[i] < 0`` (or an empty ``take``)
+    keeps none (they land in a scratch row)."""
+    st = _strides(c)
+    n_c = st[0] * (c[0] + 1)
+    d = _digits(c, st)
+    scratch = np.zeros(W.shape[1], dtype=np.bool_)
+    for i in range(hi - 1, lo - 1, -1):
+        if not ok[i]:
+            continue
+        off = _offset(A, i, st)
+        rows = reach[i] + 1
+        keep = take.shape[0] > 0 and start[i] >= 0
+        for f in range(n_c - 1, off - 1, -1):
+            if _fits(d, f, A, i):
+                row = take[start[i] + f * rows:] if keep else scratch
+                _budget_row(W[f - off], W[f], row, rows, b[i], v[i])
+
+
+@numba.njit(cache=True)
+def _base_table(n_c: int, n_s: int) -> np.ndarray:  # pragma: no cover - compiled
+    """``W_E``: 0 at budget level 0, ``-inf`` above, for every capacity state."""
+    W = np.full((n_c, n_s), -np.inf)
+    W[:, 0] = 0.0
+    return W
+
+
+@numba.njit(cache=True)
+def _blocks(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int,
+            hi: int) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
+    """Offsets of the back-pointer blocks of items ``lo..hi-1`` (``-1``: not allowed) in one
+    flat array, and its length ``sum n_c (reach[i] + 1)``."""
+    start = np.full(ok.shape[0], -1, dtype=np.int64)
+    total = 0
+    for i in range(lo, hi):
+        if ok[i]:
+            start[i] = total
+            total += n_c * (reach[i] + 1)
+    return start, total
+
+
+@numba.njit(cache=True)
 def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, ok: np.ndarray,
                     reach: np.ndarray,
                     n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
@@ -151,29 +212,94 @@ def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, 
     (``W_E = 0`` at ``s = 0``, ``-inf`` elsewhere):
     ``take = v_i + W[c' - A_i, max(s - b_i, 0)]``; ``W = max(skip, take)``, ties kept as skip.
     Item ``i`` touches only levels ``0..reach[i]``. Returns ``(V*(s) (n_s,), back-pointers (flat
-    bool), offset of item i's block (E,))``; item ``i``'s block is ``(n_c, reach[i] + 1)``."""
+    bool), offset of item i's block (E,))``; item ``i``'s block is ``(n_c, reach[i] + 1)``.
+    Memory: :func:`budgeted_memory` ``"full"``."""
+    E = v.shape[0]
+    n_c = _strides(c)[0] * (c[0] + 1)
+    W = _base_table(n_c, n_s)
+    start, total = _blocks(n_c, ok, reach, 0, E)
+    take = np.zeros(total, dtype=np.bool_)
+    _budget_items(W, v, b, A, c, ok, reach, 0, E, take, start)
+    return W[n_c - 1].copy(), take, start
+
+
+@numba.njit(cache=True)
+def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray,
+                        ok: np.ndarray, reach: np.ndarray, n_s: int,
+                        segment: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """The values of :func:`budgeted_tables` without its back-pointers: ``(V*(s) (n_s,),
+    checkpoints)``, ``checkpoints[j]`` = the table ``W_i`` at ``i = (j + 1) segment`` (float64
+    ``(ceil(E / segment) - 1, n_c, n_s)``), from which :func:`checkpointed_selection` recomputes
+    one segment's back-pointers at a time. Same arithmetic in the same order, so the same
+    values."""
+    E = v.shape[0]
+    n_c = _strides(c)[0] * (c[0] + 1)
+    n_seg = max(1, (E + segment - 1) // segment)
+    W = _base_table(n_c, n_s)
+    ck = np.empty((n_seg - 1, n_c, n_s))
+    none = np.zeros(0, dtype=np.bool_)
+    start = np.full(E, -1, dtype=np.int64)
+    for j in range(n_seg - 1, -1, -1):
+        lo, hi = j * segment, min(E, (j + 1) * segment)
+        _budget_items(W, v, b, A, c, ok, reach, lo, hi, none, start)
+        if j > 0:
+            ck[j - 1] = W
+    return W[n_c - 1].copy(), ck
+
+
+@numba.njit(cache=True)
+def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray,
+                           ok: np.ndarray, reach: np.ndarray, n_s: int, segment: int,
+                           ck: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """A maximiser of budget level ``s`` (int8 ``(E,)``) from :func:`checkpointed_tables`'
+    checkpoints: segment by segment from the first item, rebuild the segment's back-pointers
+    from the table after it (``W_E`` or a checkpoint) and walk them forwards, as
+    :func:`budgeted_selection` walks the full ones (the same maximiser)."""
     E = v.shape[0]
     st = _strides(c)
     n_c = st[0] * (c[0] + 1)
-    d = _digits(c, st)
-    W = np.full((n_c, n_s), -np.inf)
-    W[:, 0] = 0.0
-    start = np.full(E, -1, dtype=np.int64)
-    total = 0
-    for i in range(E):
-        if ok[i]:
-            start[i] = total
-            total += n_c * (reach[i] + 1)
-    take = np.zeros(total, dtype=np.bool_)
-    for i in range(E - 1, -1, -1):
-        if not ok[i]:
-            continue
-        off = _offset(A, i, st)
-        rows = reach[i] + 1
-        for f in range(n_c - 1, off - 1, -1):
-            if _fits(d, f, A, i):
-                _budget_row(W[f - off], W[f], take[start[i] + f * rows:], rows, b[i], v[i])
-    return W[n_c - 1].copy(), take, start
+    n_seg = max(1, (E + segment - 1) // segment)
+    cur = n_c - 1
+    x = np.zeros(E, dtype=np.int8)
+    for j in range(n_seg):
+        lo, hi = j * segment, min(E, (j + 1) * segment)
+        W = _base_table(n_c, n_s) if j == n_seg - 1 else ck[j].copy()
+        start, total = _blocks(n_c, ok, reach, lo, hi)
+        take = np.zeros(total, dtype=np.bool_)
+        _budget_items(W, v, b, A, c, ok, reach, lo, hi, take, start)
+        for i in range(lo, hi):
+            if start[i] < 0:
+                continue
+            rows = reach[i] + 1
+            if s < rows and take[start[i] + cur * rows + s]:
+                x[i] = 1
+                s = max(s - b[i], 0)
+                cur -= _offset(A, i, st)
+    return x
+
+
+def budgeted_memory(n_items: int, n_states: int, n_levels: int,
+                    segment: int | None = None) -> int:
+    """Bytes the budgeted DP holds at its peak, for ``n_items`` allowed items, ``n_states =
+    prod_k (c_k + 1)`` capacity states and ``n_levels = S + 1`` budget levels (every item
+    touching every level: an upper bound).
+
+    ``segment=None``: :func:`budgeted_tables` (one table of float64 ``(n_states, n_levels)``
+    and one bool back-pointer per item, state and level). An integer: the checkpointed pair
+    :func:`checkpointed_tables` / :func:`checkpointed_selection`, two tables, ``ceil(n_items /
+    segment) - 1`` checkpoints and one segment's back-pointers; :func:`best_segment` minimises
+    it at about ``n_states n_levels (16 + 2 sqrt(8 n_items))`` bytes."""
+    table = 8 * n_states * n_levels
+    if segment is None:
+        return table + n_items * n_states * n_levels
+    n_ck = max(0, -(-n_items // segment) - 1)
+    return 2 * table + n_ck * table + min(segment, n_items) * n_states * n_levels
+
+
+def best_segment(n_items: int) -> int:
+    """The segment length that minimises :func:`budgeted_memory`: ``sqrt(8 n_items)`` (eight
+    bytes per checkpointed table entry against one per back-pointer)."""
+    return max(1, int(round(math.sqrt(8 * max(n_items, 1)))))
 
 
 @numba.njit(cache=True)
@@ -264,12 +390,21 @@ class BudgetedSolution:
     _weights: np.ndarray
     _capacity: np.ndarray
     _budgets: np.ndarray
+    #: checkpointed form: segment length, item values, allowed items (else ``None``)
+    _segment: int | None = None
+    _values_in: np.ndarray | None = None
+    _ok: np.ndarray | None = None
 
     def selection(self, s: int) -> np.ndarray:
         """A maximiser ``x`` (int8 ``(E,)``) of budget level ``s`` (must be feasible)."""
         if not 0 <= s <= self.max_budget or not np.isfinite(self.values[s]):
             raise ValueError(f"s={s!r} is invalid: must be a feasible budget level in "
                              f"[0, {self.max_budget}]")
+        if self._segment is not None:
+            assert self._values_in is not None and self._ok is not None
+            return checkpointed_selection(int(s), self._values_in, self._budgets,
+                                          self._weights, self._capacity, self._ok, self._reach,
+                                          self.max_budget + 1, self._segment, self._take)
         return budgeted_selection(int(s), self._weights, self._budgets, self._capacity,
                                 self._reach, self._take, self._start)
 
@@ -282,6 +417,7 @@ def budgeted_knapsack(
     max_budget: int,
     allowed: np.ndarray | None = None,
     max_items: int | None = None,
+    segment: int | None = None,
 ) -> BudgetedSolution:
     """All budget levels at once: ``V*(s) = max values^T x`` s.t. ``weights @ x <= capacity``,
     ``budgets^T x >= s``, for ``s = 0..max_budget`` (spec esdp §3.5, Algorithm 2).
@@ -299,6 +435,11 @@ def budgeted_knapsack(
         max_items: optional upper bound on how many items fit together. Only speeds the DP up:
             when items ``i..E-1`` are processed, budget levels above the largest reachable one
             (the sum of the ``max_items`` largest budgets among them) are ``-inf`` and skipped.
+        segment: ``None`` keeps every back-pointer (:func:`budgeted_memory` ``"full"``); an
+            integer >= 1 keeps a checkpoint table every ``segment`` items instead and rebuilds
+            a selection by recomputing one segment at a time (:func:`checkpointed_tables`):
+            the same values and the same maximisers, in about a ``sqrt(8 E) / E`` share of the
+            memory (:func:`best_segment`) for twice the time.
     """
     v = np.ascontiguousarray(values, dtype=np.float64)
     E = v.shape[0]
@@ -312,5 +453,11 @@ def budgeted_knapsack(
         raise ValueError(f"max_budget={max_budget!r} is invalid: must be an integer >= 0")
     kmax = E if max_items is None else max(int(max_items), 0)
     reach = reachable_levels(b, ok, kmax, S)
+    if segment is not None:
+        seg = int(segment)
+        if seg < 1:
+            raise ValueError(f"segment={segment!r} is invalid: must be None or an integer >= 1")
+        top, ck = checkpointed_tables(v, b, A, c, ok, reach, S + 1, seg)
+        return BudgetedSolution(top, S, ck, np.zeros(0, np.int64), reach, A, c, b, seg, v, ok)
     top, take, start = budgeted_tables(v, b, A, c, ok, reach, S + 1)
     return BudgetedSolution(top, S, take, start, reach, A, c, b)

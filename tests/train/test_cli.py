@@ -276,6 +276,41 @@ def test_misspelt_set_key_gets_a_did_you_mean_in_one_clean_line(tmp_path, capsys
     line = _error_line(capsys)
     assert "unknown parameter 'horizn'" in line and "did you mean 'horizon'?" in line, line
     assert "was raised from the environment creator" not in line
+    assert line.count("horizn") == 1, line  # said once
+
+
+@pytest.mark.parametrize("source", ["--hp", "--config"])
+def test_a_misspelt_hyperparameter_is_said_once(tmp_path, capsys, source):
+    if source == "--hp":
+        args = ["--hp", "n_step=5"]
+    else:
+        cfg = tmp_path / "bad.yml"
+        cfg.write_text(f"{GO}:\n  policy: MlpPolicy\n  n_step: 5\n")
+        args = ["--config", str(cfg)]
+    assert main(["train", "ppo", GO, *args, "--out", str(tmp_path / "o")]) == 2
+    line = _error_line(capsys)
+    assert "unknown parameter 'n_step' (did you mean 'n_steps'?)" in line, line
+    assert line.count("n_step'") == 1 and "unexpected keyword" not in line, line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["train", "pp", GO], "schedgym train: error: argument algo: invalid choice: 'pp'"),
+    (["train", "ppo"], "schedgym train: error: the following arguments are required: ENV_ID"),
+    (["compare", GO, "--seeds"], "schedgym compare: error: argument --seeds: expected one "),
+    (["nosuchcommand"], "schedgym: error: argument COMMAND: invalid choice: 'nosuchcommand'"),
+])
+def test_a_usage_error_is_one_line_not_the_usage_block(capsys, argv, says):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    line = _error_line(capsys)
+    assert line.startswith(says) and line.endswith("--help)"), line
+
+
+def test_compare_help_says_a_default_folder_moves_on_to_name_2():
+    flat = " ".join(_helps(build_parser())["compare"].split())
+    assert "moves on to NAME-2, NAME-3" in flat, flat
+    assert "an existing one is refused unless" not in flat
 
 
 def test_seed_lists_are_parsed_and_bounded():
@@ -287,6 +322,21 @@ def test_seed_lists_are_parsed_and_bounded():
             parse_seeds(bad)
     with pytest.raises(ValueError, match=f"more than {MAX_SEEDS:,} seeds"):
         parse_seeds("0-99999999999")  # refused before a list of 10^11 seeds is built
+
+
+@pytest.mark.parametrize("cmd, flag", [
+    (["train", "ppo", GO, "--instance-seeds", "5-1"], "--instance-seeds"),
+    (["train", "ppo", GO, "--eval-instance-seeds", "5-1"], "--eval-instance-seeds"),
+    (["train", "ppo", GO, "--beside-seeds", "5-1"], "--beside-seeds"),
+    (["train", "ppo", GO, "--seeds", "5-1"], "--seeds"),
+    (["compare", GO, "--agents", "drf", "--instance-seeds", "5-1"], "--instance-seeds"),
+    (["compare", GO, "--agents", "drf", "--seeds", "5-1"], "--seeds"),
+])
+def test_a_reversed_seed_range_names_the_option_and_the_range(capsys, cmd, flag):
+    assert main(cmd) == 2
+    line = _error_line(capsys)
+    assert line == (f"schedgym {cmd[0]}: error: {flag} '5-1' is invalid: the range 5-1 runs "
+                    "backwards; write 1-5"), line
 
 
 # ------------------------------------------------------------ shared options

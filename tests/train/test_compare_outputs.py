@@ -500,3 +500,151 @@ def test_learned_agents_are_labelled_by_run_folder_and_file_in_the_table():
                      a: "ppo:…/ppo_s0/model.zip",
                      b: "ppo:…/ppo_s1/model.zip[deterministic=false]", "ppo:m.zip": "ppo:m.zip"}
     assert display_names([a, twin]) == {a: a, twin: twin}  # the same short label: both in full
+
+
+def test_the_compile_notice_never_breaks_into_a_progress_bar(monkeypatch):
+    """A first compile while a bar is drawn (a kernel first called mid-run) printed the notice
+    after the bar's text on the bar's line; now it is a line of its own above the bar."""
+    from tqdm import tqdm
+
+    from schedgym import _compile_notice
+
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    listener = _compile_notice._FirstCompile()
+
+    class _Event:
+        data = {"dispatcher": type("D", (), {"py_func": staticmethod(_compile_notice.say)})}
+
+    bar = tqdm(total=10, file=term, desc="steps", mininterval=0)
+    bar.update(3)
+    listener.on_start(_Event())
+    bar.close()
+    text = term.getvalue()
+    at = text.index(_compile_notice.NOTICE)
+    assert at > 0 and text[at - 1] in "\r\n", repr(text[max(at - 40, 0):at + 10])
+    assert "steps:  30%" in text[at:], "the bar is drawn again below the notice"
+    term.seek(0)
+    term.truncate()
+    listener.said = False
+    listener.on_start(_Event())  # no bar: a plain line
+    assert term.getvalue() == _compile_notice.NOTICE + "\n"
+    # a worker process, whose parent may draw a bar on the same terminal: the line is cleared
+    term.seek(0)
+    term.truncate()
+    listener.said = False
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    listener.on_start(_Event())
+    assert term.getvalue() == _compile_notice.CLEAR_LINE + _compile_notice.NOTICE + "\n"
+
+
+def test_the_interrupt_line_counts_episodes_as_the_bar_does(tmp_path):
+    """The bar counts agents' episodes; the Ctrl-C line counted tasks (episodes and offline
+    benchmarks together), so the two numbers never agreed."""
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train.head_to_head import compare_spec
+    from schedgym.train.sweep import SweepOutcome, interrupted_line, plan
+    from schedgym.train.tasks import BENCHMARK
+
+    spec = compare_spec(GO, ["drf", "random"], [0, 1, 2])  # 6 episodes, 3 benchmarks
+
+    class _Store:
+        path = tmp_path
+
+        def __init__(self, keys):
+            self.spec, self.keys = spec, set(keys)
+
+        def done(self):
+            return self.keys
+
+    tasks = plan(spec)
+    first = [t.key for t in tasks[:4]]  # drf 0, random 0, benchmark 0, drf 1
+    line = interrupted_line(_Store(first), SweepOutcome(ran=4, episodes_done=3,
+                                                        episodes_todo=6))
+    assert line.startswith("interrupted: 3 of 6 episodes finished (1 of 3 offline "
+                           "benchmarks), kept in "), line
+    # a resumed run: the bar counted what was left; the line says that, then the run's total
+    resumed = interrupted_line(_Store([*first, tasks[4].key]),
+                               SweepOutcome(ran=1, episodes_done=1, episodes_todo=3))
+    assert resumed.startswith("interrupted: 1 of 3 episodes finished (4 of 6 episodes of the "
+                              "run, 1 of 3 offline benchmarks)"), resumed
+    assert sum(t.agent == BENCHMARK for t in tasks) == 3
+
+
+def test_plot_legends_keep_the_part_that_tells_the_models_apart():
+    from schedgym.train.plots import legend_labels
+
+    a = "ppo:runs/FluctuatingSpeed-v0/s0_entity_12min/best_model.zip"
+    b = "ppo:runs/FluctuatingSpeed-v0/s1_entity_12min/best_model.zip"
+    c = b + "[deterministic=false]"
+    labels, note = legend_labels(["esdp-aa", a, b, c])
+    assert labels == {"esdp-aa": "esdp-aa", a: "ppo:s0_entity_12min",
+                      b: "ppo:s1_entity_12min", c: "ppo:s1_entity_12min"
+                      "[deterministic=false]"}
+    assert note == "models: runs/FluctuatingSpeed-v0/*/best_model.zip"
+    # the old cut kept 18 characters of each end: both models read the same
+    assert a[:18] + "..." + a[-18:] == b[:18] + "..." + b[-18:]
+    # one model, its mode and its draws: folder and file, options kept
+    one, note = legend_labels([a, a + "[deterministic=false]"])
+    assert one[a] == "ppo:…/s0_entity_12min/best_model.zip" and note == ""
+    drawn = one[a + "[deterministic=false]"]
+    assert len(drawn) == 48 and drawn.endswith("_model.zip[deterministic=false]"), drawn
+    # models in different folders of different depths
+    labels, _ = legend_labels(["ppo:x/model.zip", "a2c:runs/y/model.zip"])
+    assert labels == {"ppo:x/model.zip": "ppo:x", "a2c:runs/y/model.zip": "a2c:runs/y"}
+
+
+def test_a_ceiling_too_large_to_compute_is_said_not_computed(tmp_path, monkeypatch, capsys):
+    """DeadlineWelfare's OPT beyond the LP's size raised P1TooLarge inside the benchmark task:
+    every benchmark was a failed task (exit 1). Now the table is printed without the ceiling
+    and one line says it was not computed, and why."""
+    import json
+
+    from schedgym.envs.deadline_welfare import ENV_ID as DW
+    from schedgym.envs.deadline_welfare import offline
+
+    monkeypatch.setattr(offline, "MAX_LP_VARIABLES", 1)  # every episode's P1 is "too large"
+    out = tmp_path / "c"
+    rc = cli(["compare", DW, "--agents", "max-first,random", "--seeds", "0-1", *_sets(DW),
+              "--out", str(out), "--workers", "1", "--quiet", "--no-plots"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    said = [s for s in captured.out.splitlines() if "not computed" in s]
+    assert len(said) == 1, captured.out
+    assert said[0].startswith("OPT: not computed (2 of 2 episodes): OPT (P1) of this episode "
+                              "is not computed at this size: "), said
+    assert "failed" not in captured.err
+    legend = json.loads((out / "summary.json").read_text())["legend"]
+    assert legend["ceiling"] is None
+    assert legend["not_computed"]["OPT"]["episodes"] == 2
+    # a resume has nothing left to run: the refusal is a result, not a failure to retry
+    assert cli(["compare", "--resume", str(out), "--workers", "1", "--quiet",
+                "--no-plots"]) == 0
+
+
+def test_an_agent_that_declines_the_size_is_not_a_failure(tmp_path, monkeypatch, capsys):
+    """The same mechanism for an agent (a ceiling agent such as myopic-opt may refuse a size
+    with NotComputed): one line per agent, exit status 0, the others in the table."""
+    from schedgym.core.limits import NotComputed
+    from schedgym.envs.gain_overhead import ENV_ID as GO
+    from schedgym.train import runner
+
+    real = runner.build_agent
+
+    def build(spec, env):  # the episodes' agents (compare's warm-up builds its own)
+        if str(spec) == "myopic-opt":
+            raise NotComputed("myopic-opt is not computed at 3 types x 3 nodes: test refusal")
+        return real(spec, env)
+
+    monkeypatch.setattr(runner, "build_agent", build)
+    out = tmp_path / "c"
+    rc = cli(["compare", GO, "--agents", "drf,myopic-opt", "--seeds", "0-1", *_sets(GO),
+              "--out", str(out), "--workers", "1", "--quiet", "--no-plots", "--no-benchmarks"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    said = [s for s in captured.out.splitlines() if "not computed" in s]
+    assert said == ["myopic-opt: not played (2 of 2 episodes): myopic-opt is not computed at "
+                    "3 types x 3 nodes: test refusal"], captured.out
+    assert "drf" in captured.out and "failed" not in captured.err

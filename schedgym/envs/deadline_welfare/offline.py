@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from schedgym.core.limits import NotComputed
 from schedgym.envs.deadline_welfare import dynamics
 from schedgym.envs.deadline_welfare.tables import JobChunk, JobRows
 from schedgym.envs.deadline_welfare.types import DeadlineWelfareInstance, Jobs
@@ -48,9 +49,11 @@ MAX_LP_VARIABLES = 1_500_000
 MAX_BARRIER_ROWS = 6_000
 
 
-class P1TooLarge(ValueError):
+class P1TooLarge(NotComputed):
     """P1 of an episode is beyond what :func:`solve_p1` computes (the message says the size
     and the largest it takes); ``schedgym compare`` reports the ceiling as not computed."""
+
+    benchmark = "optimum"
 
 
 def p1_size(inst: DeadlineWelfareInstance, jobs: Jobs) -> tuple[int, int]:

@@ -4,6 +4,7 @@ parameters) -> ``generator`` (scenarios, synthetic generator) and ``trace`` (the
 -> ``env`` -> ``viewer``; ``reference`` states one slot in plain numpy (the compiled kernels
 are tested against it), ``offline`` holds the oracle and ``vector`` the native batched env."""
 
+from schedgym.envs.fluctuating_speed import trace as _trace  # noqa: F401  (registers "alibaba-gpu-2023")
 from schedgym.envs.fluctuating_speed.env import FluctuatingSpeedEnv
 from schedgym.envs.fluctuating_speed.generator import SCENARIOS, generate
 from schedgym.envs.fluctuating_speed.types import (

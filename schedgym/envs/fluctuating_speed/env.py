@@ -21,6 +21,7 @@ from schedgym.envs.fluctuating_speed.types import (
     INSTANCE_PARAMS,
     FluctuatingSpeedInstance,
     FluctuatingSpeedParams,
+    cell_bytes,
 )
 from schedgym.envs.fluctuating_speed.viewer import RenderState
 
@@ -59,6 +60,18 @@ def _check_entities_options(action_mode: str, instance_features: bool,
         raise ValueError("instance_features=True / feedback_stats=True are invalid with "
                          "obs_mode='entities': they add keys to the flat observation, and the "
                          "entity rows always carry the same information")
+
+
+def _check_memory_first(scenario: str, overrides: dict[str, Any], env: Any) -> None:
+    """Refuse, before the generator draws its ``(L, R)`` grids, sizes whose estimate with the
+    modes' per-cell tables (:func:`~.types.cell_bytes`) is above the limit (a builder scenario
+    checks its own sizes, which it knows only once it has read its trace)."""
+    sc, values = SCENARIOS.resolve(scenario, overrides)
+    if sc.builder is not None:
+        return
+    p = FluctuatingSpeedParams.from_mapping(values)
+    p.check_memory(per_cell=cell_bytes(env.action_mode, env.obs_mode, env.instance_features,
+                                       env.feedback_stats, p.n_resources))
 
 
 class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
@@ -115,23 +128,21 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     of those slots divided by ``T``. They make a memoryless policy able to tell good channels
     from bad ones on an instance it has never seen.
 
-    ``obs_mode="entities"`` (with ``action_mode="scores"``; issue 24's entity contract) replaces
-    the flat dict by ``Dict(entities=Box(0, 1, (L R * 12,)), mask=Box(0, 1, (L R,)),
-    context=Box(0, 1, (6,)))``, float32: one row of 12 features per (port, server) cell
-    ``l * R + r`` (the order of the scores, entity ``i`` <-> action entry ``i``;
-    ``metadata["entity_action"]`` is ``"entity"``), the rows flattened row-major into the 1-D
-    ``entities`` vector (cell ``i`` at ``[12 i:12 (i + 1)]``; 1-D keeps both checkers clean).
-    Row features (``env.unwrapped.entity_feature_names``): ``edge``, ``job`` (the port has a job
-    now), ``request_mean`` / ``request_max`` (requests as shares of the
-    capacities, mean / max over types), ``cost`` (``min(C_e, 1)``), ``waiting`` (the port's
-    ``w_l / T``), ``last_used``, ``last_feedback`` (previous slot), ``seen``, ``mean``,
-    ``count`` (the running feedback statistics: used at least once, mean observed net utility,
-    slots used / ``T``) and ``bonus`` (``sqrt((ln(t + 2) / ln(T + 2)) / max(n_e, 1))``, a UCB
-    width). ``mask`` is 1 on the edges of the ports with a job now. ``context``
-    (``context_feature_names``): ``progress``, ``utilization_mean``, ``utilization_max``,
-    ``jobs`` (share of ports with a job), ``edge_density`` (``|E| / (L R)``), ``waiting_mean``.
-    Every size but ``N = L R`` is fixed, so one shared-weights policy plays every size
-    (:mod:`~schedgym.envs.fluctuating_speed.entities`).
+    ``obs_mode="entities"`` (with ``action_mode="scores"``) replaces the flat dict by
+    ``Dict(entities=Box(0, 1, (L R F,)), mask=Box(0, 1, (L R,)), context=Box(0, 1, (C,)))``,
+    float32: one row of ``F`` features per (port, server) cell ``l * R + r`` (the order of the
+    scores, entity ``i`` <-> action entry ``i``; ``metadata["entity_action"]`` is ``"entity"``;
+    ``metadata["entity_action_mode"]`` names ``scores``, the mode an entity policy trains in),
+    the rows flattened row-major into the 1-D ``entities`` vector (cell ``i`` at
+    ``[F i:F (i + 1)]``; 1-D keeps both checkers clean). The features and their meanings are
+    :data:`.entities.FEATURES` (``F = len(entity_feature_names)``) and
+    :data:`.entities.CONTEXT` (``C = len(context_feature_names)``): per cell whether it is an
+    edge, whether its port has a job now, its requests as shares of the capacities, its known
+    cost, the port's waiting time, the previous slot's use and feedback, the running feedback
+    statistics and a UCB width; per observation the slot fraction, the utilization, the share
+    of ports with a job, the edge density and the mean waiting time. ``mask`` is 1 on the edges
+    of the ports with a job now. Every size but ``N = L R`` is fixed, so one shared-weights
+    policy plays every size (:mod:`~schedgym.envs.fluctuating_speed.entities`).
 
     ## Rewards
     ``sum_e x_e clip(Z_e(t) - C_e, 0, 1)`` over the applied selection (the normalised AOU
@@ -162,8 +173,11 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ``paper-default`` (ESDP Table 3), ``paper-headline`` (T = 8000), ``literal-capacity``
     (kappa = 1), ``alibaba-gpu-2023`` (types, locality graph, relative sizes and arrivals from
     the shipped Alibaba trace sample, see
-    :mod:`schedgym.envs.fluctuating_speed.trace`; extra overrides ``slot_seconds`` = 600 and
-    ``degree_cap`` = 4). Overrides are the fields of
+    :mod:`schedgym.envs.fluctuating_speed.trace`; extra overrides ``slot_seconds`` = 600,
+    ``degree_cap`` = ``"auto"`` (``edge_prob x n_instances`` nodes per type), ``split``
+    (``"train"`` / ``"test"``), ``time_window`` (trace seconds), ``trace`` and ``constraints``;
+    ``n_instances="all"`` takes every node, ``horizon`` defaults to 2000 or the whole split).
+    Overrides are the fields of
     :class:`~schedgym.envs.fluctuating_speed.types.FluctuatingSpeedParams`:
 
     ==================  ==========  ========================================================
@@ -214,7 +228,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
                 "action_modes": actions.ACTION_MODES, "obs_modes": OBS_MODES,
-                "entity_action": "entity"}
+                "entity_action": "entity", "entity_action_mode": "scores"}
     #: Names of the ``obs_mode="entities"`` per-entity features and context entries.
     entity_feature_names: tuple[str, ...] = entities.ENTITY_FEATURES
     context_feature_names: tuple[str, ...] = entities.CONTEXT_FEATURES
@@ -256,13 +270,20 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         if instance is not None:
             SCENARIOS.resolve(scenario, overrides)  # unknown names/parameters first
             _refuse_instance_conflicts(scenario, overrides)
+        else:
+            _check_memory_first(scenario, overrides, self)
         inst, raw, sampler, _ = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             FluctuatingSpeedInstance, generate)
+        if raw.get("horizon") is None:  # a trace scenario's default: the length it resolved
+            raw = {**raw, "horizon": getattr(sampler, "horizon", None)}
         params = FluctuatingSpeedParams.from_mapping(
             {**raw, "n_types": inst.n_types, "n_instances": inst.n_instances,
              "n_resources": inst.n_resources})
-        params.check_memory(n_edges=inst.n_edges, capacities=inst.capacities.tolist())
+        params.check_memory(n_edges=inst.n_edges, capacities=inst.capacities.tolist(),
+                            per_cell=cell_bytes(self.action_mode, self.obs_mode,
+                                                self.instance_features, self.feedback_stats,
+                                                inst.n_resources))
         self.params: FluctuatingSpeedParams = params
         self.instance: FluctuatingSpeedInstance = inst
         self.horizon: int = params.horizon
@@ -312,6 +333,21 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self._fcount = np.zeros(inst.n_edges, dtype=np.int64)  # slots each edge was used
         self._origin = -np.ones(inst.n_types)  # arrival slot of the oldest unserved job
 
+    # ------------------------------------------------- what the vector twin reads
+    @property
+    def n_cells(self) -> int:
+        """Length of the per-edge observation keys (``feedback``, ``used``, the feedback
+        statistics): ``|E|``, or ``L R`` on the grid of the ``"scores"`` mode. With
+        :attr:`entity_tables`, the interface the native vector env
+        (:mod:`~schedgym.envs.fluctuating_speed.vector`) reads of the env it copies."""
+        return self._n_cells
+
+    @property
+    def entity_tables(self) -> entities.EntityTables | None:
+        """The per-instance constants of the ``obs_mode="entities"`` rows
+        (:func:`~.entities.tables`, read-only by convention); ``None`` in the flat mode."""
+        return self._etab if self.obs_mode == "entities" else None
+
     # ---------------------------------------------------------------- helpers
     @property
     def arrivals(self) -> np.ndarray:
@@ -339,10 +375,9 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
             self._arrivals[min(t, T - 1)], util, feedback, x, self._origin, t, T, self._cell,
             self._n_cells)
         if self.obs_mode == "entities":
-            ent = entities.observation(
-                self._etab, obs["arrivals"][None], obs["utilization"][None], feedback[None],
-                x[None], obs["waiting"][None], np.array([t]), T, self._fsum[None],
-                self._fcount[None])
+            ent = entities.observation(self._etab, entities.EntityState(
+                obs["arrivals"][None], obs["utilization"][None], feedback[None], x[None],
+                obs["waiting"][None], np.array([t]), T, self._fsum[None], self._fcount[None]))
             return {k: v[0] for k, v in ent.items()}
         if self.instance_features:
             obs["instance"] = self._features.copy()

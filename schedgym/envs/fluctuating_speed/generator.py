@@ -104,18 +104,3 @@ def with_edge_params(p: FluctuatingSpeedParams, instance_seed: int, edges: np.nd
         resource_names=names,
     )
 
-
-def _register_trace() -> None:
-    from schedgym.envs.fluctuating_speed.trace import TRACE_EXTRAS, trace_builder
-
-    SCENARIOS.register(
-        "alibaba-gpu-2023", {},
-        "Shipped Alibaba gpu-v2023 sample: job types, locality graph (<= degree_cap nodes per "
-        "type), relative request/capacity sizes and arrival pattern from the trace, normalised "
-        "into the paper's ranges; utilities and costs synthetic as in paper-default",
-        builder=trace_builder,
-        extra_params=TRACE_EXTRAS,
-    )
-
-
-_register_trace()

@@ -174,6 +174,32 @@ INSTANCE_PARAMS: tuple[str, ...] = (
 #: Default memory limit of one env (MiB), see :meth:`FluctuatingSpeedParams.memory_estimate`.
 MEMORY_LIMIT_MB = 4096.0
 
+#: Bytes per ``(port, server)`` cell that the modes add to one env's peak, rounded up from the
+#: measured growth of tracemalloc's peak between 40,000 and 160,000 servers (construction, reset
+#: and three steps; the base estimate's ``(K + 3)`` grids cover the generator and ``selection``
+#: mode: 32 B measured): ``"scores"`` actions (the action box, its clipped copy, the grid
+#: feedback/use; 108 B measured with the base), ``"entities"`` observations on top of them (the
+#: tables ``(N, 5)`` and the cell maps, one observation's ``(N, 12)`` rows in float64 and
+#: float32, job, waiting and mask; 439 B measured in all), per device type of the instance
+#: features, and the feedback statistics (both with ``scores``: 227 B measured in all).
+CELL_BYTES: dict[str, float] = {"scores": 64.0, "entities": 352.0, "instance_features": 16.0,
+                                "feedback_stats": 48.0}
+
+
+def cell_bytes(action_mode: str, obs_mode: str, instance_features: bool,
+               feedback_stats: bool, n_resources: int) -> float:
+    """Bytes per ``(port, server)`` cell the modes add (:data:`CELL_BYTES`); ``selection`` mode
+    with the flat observation adds none (its per-edge arrays are in the base estimate)."""
+    grid = action_mode == "scores" or obs_mode == "entities"
+    total = CELL_BYTES["scores"] if grid else 0.0
+    if obs_mode == "entities":
+        total += CELL_BYTES["entities"]
+    if instance_features:
+        total += CELL_BYTES["instance_features"] * (n_resources + 2)
+    if feedback_stats:
+        total += CELL_BYTES["feedback_stats"]
+    return total
+
 
 def _int_range(name: str, value: Any, low: int) -> tuple[int, int]:
     return check_int_range(name, value, low=low)
@@ -269,12 +295,15 @@ class FluctuatingSpeedParams:
         return np.full(L, float(rho)) if rho.ndim == 0 else rho
 
     def memory_estimate(self, n_edges: int | None = None,
-                        capacities: Sequence[int] | None = None) -> float:
+                        capacities: Sequence[int] | None = None,
+                        per_cell: float = 0.0) -> float:
         """Estimated peak memory (MiB) of building and running one env with these sizes.
 
         Terms (8-byte floats): the generator's ``(K + 3)`` full ``(L, R)`` grids; the episode's
         pre-drawn arrivals ``(T, L)`` and utilities (noise and values, ``2 (T, E)``); the
-        oracle's capacity DP ``prod_k (c_k + 1)`` states times ``E + 8`` bytes. ``n_edges``
+        oracle's capacity DP ``prod_k (c_k + 1)`` states times ``E + 8`` bytes; ``per_cell``
+        bytes per ``(L, R)`` cell for the action and observation modes (:func:`cell_bytes`:
+        the ``"scores"`` grids, the entity observation's tables and rows). ``n_edges``
         defaults to the expected ``L R edge_prob + L``; ``capacities`` to the largest
         ``capacity_scale * capacity_range[1]`` per type.
         """
@@ -283,19 +312,22 @@ class FluctuatingSpeedParams:
         caps = capacities if capacities is not None else \
             [self.capacity_scale * self.capacity_range[1]] * K
         states = float(np.prod([float(c) + 1.0 for c in caps]))
-        total = 8.0 * (K + 3) * L * R + 8.0 * T * (L + 2.0 * E) + states * (E + 8.0)
+        total = (8.0 * (K + 3) * L * R + 8.0 * T * (L + 2.0 * E) + states * (E + 8.0)
+                 + per_cell * L * R)
         return total / 2.0**20
 
     def check_memory(self, n_edges: int | None = None,
-                     capacities: Sequence[int] | None = None) -> None:
+                     capacities: Sequence[int] | None = None, per_cell: float = 0.0) -> None:
         """Raise ``ValueError`` (naming the estimate and the limit) above ``memory_limit_mb``."""
-        need = self.memory_estimate(n_edges, capacities)
+        need = self.memory_estimate(n_edges, capacities, per_cell)
         if need > self.memory_limit_mb:
+            modes = (f", {per_cell:g} bytes per (port, server) cell for the action and "
+                     "observation modes" if per_cell else "")
             raise ValueError(
                 f"these sizes need an estimated {need:,.0f} MiB (n_types={self.n_types}, "
                 f"n_instances={self.n_instances}, n_resources={self.n_resources}, "
                 f"horizon={self.horizon}, capacities up to "
-                f"{self.capacity_scale * self.capacity_range[1]}): above "
+                f"{self.capacity_scale * self.capacity_range[1]}{modes}): above "
                 f"memory_limit_mb={self.memory_limit_mb:g}; reduce the sizes or raise "
                 "memory_limit_mb"
             )

@@ -123,9 +123,10 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         self._oracle = OracleSolver(t.instance) if t.compute_oracle else None
         self._entities = t.obs_mode == "entities"
         self._stats = t.feedback_stats
-        self._n_cells = t._n_cells
+        self._n_cells = t.n_cells
         if self._entities:
-            self._etab = t._etab
+            assert t.entity_tables is not None
+            self._etab = t.entity_tables
         self._alloc()
 
     def _alloc(self) -> None:
@@ -236,9 +237,9 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         """The entity observations of every copy: copies in ``given`` (just reset) keep their
         reset observation, the others are built from the state and the kernel's flat arrays
         (:func:`~.entities.observation`, the single env's builder)."""
-        out = ent_mod.observation(self._etab, flat["arrivals"], flat["utilization"], self._fb,
-                                  self._x, flat["waiting"], self._t, self.horizon,
-                                  self._fsum, self._fcount)
+        out = ent_mod.observation(self._etab, ent_mod.EntityState(
+            flat["arrivals"], flat["utilization"], self._fb, self._x, flat["waiting"], self._t,
+            self.horizon, self._fsum, self._fcount))
         for i, o in given.items():
             for k, v in o.items():
                 out[k][i] = v

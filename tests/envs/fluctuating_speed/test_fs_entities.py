@@ -27,6 +27,9 @@ def test_spaces_and_metadata(tiny):
     assert space["context"].shape == (C,)
     assert u.metadata["entity_action"] == "entity"
     assert u.metadata["obs_modes"] == ("flat", "entities")
+    # the mode an entity policy trains in, read without building an env (as the two others)
+    assert type(u).metadata["entity_action_mode"] == "scores"
+    assert "scores" in type(u).metadata["action_modes"]
     assert env.action_space.shape == (6,)  # entity i <-> action entry i
 
 
@@ -150,3 +153,35 @@ def test_vector_equals_single_envs():
             mask = np.array([True, False, True])
             ov, _ = vec.reset(seed=[20, None, 22], options={"reset_mask": mask})
             orf, _ = ref.reset(seed=[20, None, 22], options={"reset_mask": mask})
+
+
+def test_features_are_named_pairs_with_columns():
+    from schedgym.envs.fluctuating_speed import entities
+
+    names = tuple(name for name, _ in entities.FEATURES)
+    assert names == entities.ENTITY_FEATURES and len(set(names)) == len(names)
+    assert all(isinstance(m, str) and m for _, m in entities.FEATURES + entities.CONTEXT)
+    assert [entities.COL[n] for n in names] == list(range(len(names)))
+    assert set(entities.STATIC) <= set(names)
+    env = gym.make(ENV_ID, n_types=2, n_instances=3, horizon=3, **KW).unwrapped
+    assert env.entity_feature_names == names
+    assert env.observation_space["entities"].shape == (6 * len(entities.FEATURES),)
+    assert env.observation_space["context"].shape == (len(entities.CONTEXT),)
+
+
+def test_the_interface_the_vector_env_reads(tiny):
+    import ast
+    import inspect
+
+    from schedgym.envs.fluctuating_speed import entities, vector
+
+    ent = gym.make(ENV_ID, instance=tiny, horizon=3, **KW).unwrapped
+    assert isinstance(ent.entity_tables, entities.EntityTables) and ent.n_cells == 6
+    flat = gym.make(ENV_ID, instance=tiny, horizon=3).unwrapped
+    assert flat.entity_tables is None and flat.n_cells == tiny.n_edges
+    # the native vector env reads no private attribute of the env it copies
+    tree = ast.parse(inspect.getsource(vector))
+    private = [node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+               and node.attr.startswith("_") and not node.attr.startswith("__")
+               and isinstance(node.value, ast.Name) and node.value.id in ("t", "template")]
+    assert private == []
