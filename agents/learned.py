@@ -1,24 +1,32 @@
-"""Play a saved SB3 model as an agent, checked against the env before any episode runs.
+"""Play a saved SB3 model as an agent, checked against the env before any episode runs, and
+loaded without running any code of the file.
 
 :func:`make_learned` is what ``agents.make("ALGO:path.zip[options]", env)`` does for a learned
 agent: the options are checked (:meth:`~schedgym.agents.spec.AgentSpec.learned_options`), the
-model is loaded by :func:`load_learned` and, with ``deterministic=false``, wrapped to play its
-sampled actions (:class:`~schedgym.agents.played.StochasticModel`).
+model's record is read (:func:`~schedgym.agents.record.model_record`: the zip's
+``schedgym.json`` over the run folder's ``run.json``, plain JSON both), the env id checked,
+the policy loaded by :func:`load_learned` and played as the record says
+(:class:`~schedgym.agents.played.PlayedPolicy`: its mode or its sampled actions;
+``[deterministic=...]`` overrides).
 
-:func:`fit_spaces` reads the model's saved spaces and policy class (SB3's ``data`` of the zip)
-and returns the ``custom_objects`` for ``ALGO.load``: the env's own spaces for a shared-weights
-entity policy (any instance size), nothing for another policy whose spaces match the env
-exactly. A model that cannot play the env (another env, another observation or action mode, a
-flat model on another size) is a one-line ``ValueError`` naming what differs and what to do.
+Security: an SB3 zip's ``data`` holds cloudpickled Python objects, which run code when loaded.
+A model ``schedgym train`` saved is therefore rebuilt from its plain-JSON record (the policy's
+class, spaces and arguments) with the weights read by ``torch.load(weights_only=True)``
+(:mod:`schedgym.agents.model_file`): nothing is unpickled. A zip without that record is
+refused unless its user writes ``ALGO:path.zip[trusted=true]``; only then SB3's own load,
+which unpickles, is used.
+
+:func:`check_fit` compares the model's spaces and policy class with the env's and returns the
+spaces to rebuild it with: the env's own for a shared-weights entity policy (any instance
+size), the model's for another policy, which must match the env exactly. A model that cannot
+play the env (another env, another observation or action mode, a flat model on another size)
+is a one-line ``ValueError`` naming what differs and what to do.
 
 The entity policy, ``schedgym.train.policies.EntityPolicy``, is told apart by its class's
-qualified name (:data:`ENTITY_POLICY`, along the saved class's MRO), not by importing it: the
-agents never import ``schedgym.train`` (torch and the training code are not needed to check a
-model), and the name is what a model's saved data records without running any code. Its
+qualified name (:data:`ENTITY_POLICY`, along the class's MRO), not by importing it here: the
+agents never import ``schedgym.train`` by name; the recorded class itself is resolved among
+trusted library modules only (:func:`~schedgym.agents.model_file.resolve_class`). Its
 observation contract is :func:`schedgym.core.entities.entity_space_sizes`.
-
-Security: SB3 model zips (and ``vecnormalize.pkl``) hold cloudpickled Python objects that run
-code when loaded. Load only model files from a trusted source (your own training runs).
 """
 
 from __future__ import annotations
@@ -28,8 +36,10 @@ from typing import Any
 
 from gymnasium import spaces
 
+from schedgym.agents import model_file
 from schedgym.agents.base import env_id_of
-from schedgym.agents.record import trained_env_id
+from schedgym.agents.played import PlayedPolicy
+from schedgym.agents.record import describe_mode, model_record
 from schedgym.agents.spec import SB3_ALGOS, AgentSpec
 from schedgym.core.entities import entity_space_sizes
 
@@ -45,34 +55,35 @@ def is_entity_policy(policy: Any) -> bool:
         f"{c.__module__}.{c.__qualname__}" == ENTITY_POLICY for c in policy.__mro__)
 
 
-def make_learned(spec: str | AgentSpec, env: Any) -> Any:
-    """The learned agent ``spec`` (``ALGO:path.zip[options]``) for ``env``: the loaded model
-    (its policy's mode), or with ``deterministic=false`` the model playing its sampled actions.
-    The options are checked before anything is loaded."""
+def make_learned(spec: str | AgentSpec, env: Any) -> PlayedPolicy:
+    """The learned agent ``spec`` (``ALGO:path.zip[options]``) for ``env``, played as its
+    ``deterministic`` option says or, without it, as the model's record says (the mode when
+    there is no record); its ``play`` names the play. The options are checked before anything
+    is loaded."""
     agent = AgentSpec.parse(spec)
     options = agent.learned_options()
-    model = load_learned(agent, env)
-    if options["deterministic"]:
-        return model
-    from schedgym.agents.played import StochasticModel
-
-    return StochasticModel(model)
+    policy = load_learned(agent, env)
+    if options["deterministic"] is not None:
+        return PlayedPolicy(policy, "mode" if options["deterministic"] else "sampled", "spec")
+    recorded = model_record(agent.path or "").get("play")
+    if recorded in model_file.PLAYS:
+        return PlayedPolicy(policy, recorded, "recorded")
+    return PlayedPolicy(policy, "mode", "default")
 
 
 def load_learned(spec: str | AgentSpec, env: Any = None) -> Any:
-    """Load an SB3 model from ``"ALGO:path.zip"`` for ``env``; returns the model (it has
-    ``predict``). Options of the spec are not read here (:func:`make_learned` does).
+    """The policy of ``"ALGO:path.zip[trusted=...]"`` (it has SB3's ``predict``), checked
+    against ``env`` when given; the play options are not read here (:func:`make_learned` does).
 
-    With ``env`` given, the model is checked against it before anything is played (one-line
-    ``ValueError``): the env id of the ``run.json`` beside the model, when there is one, must be
-    the env's; a model whose policy is the entity policy (:data:`ENTITY_POLICY`, shared
+    A model with schedgym's record (:func:`~schedgym.agents.record.model_record`) is rebuilt
+    from it without unpickling anything; a zip without one is refused in one line unless the
+    spec says ``trusted=true`` (then SB3's ``ALGO.load``, which unpickles, returns the model).
+    With ``env`` given, the model is checked against it first (one-line ``ValueError``): the
+    recorded env id must be the env's; an entity policy (:data:`ENTITY_POLICY`, shared
     weights) is rebuilt with the env's own spaces, so it plays every instance size, provided the
     env is in ``obs_mode="entities"`` with the same entity/context features and an action of the
     same layout; any other model needs exactly the observation and action spaces it was
     trained on.
-
-    SB3 zips hold pickled Python objects, which run code when loaded: load only model files
-    from a trusted source.
     """
     agent = AgentSpec.parse(spec)
     name, path = agent.name, agent.path
@@ -81,12 +92,60 @@ def load_learned(spec: str | AgentSpec, env: Any = None) -> Any:
                          f"one of {', '.join(SB3_ALGOS)}")
     if not path or not Path(path).is_file():
         raise ValueError(f"agent={name!r} is invalid: model file {path!r} does not exist")
+    trusted = agent.learned_options()["trusted"]
+    try:
+        record = model_record(path)
+    except ValueError as exc:  # a damaged zip: one line naming it
+        raise ValueError(f"agent={name!r} is invalid: {exc}") from None
+    _check_env_id(name, record, env)
+    policy_rec = record.get("policy")
+    if isinstance(policy_rec, dict):
+        return _rebuild(name, path, policy_rec, env)
+    if not trusted:
+        raise ValueError(f"agent={name!r} is refused: {path} has no schedgym record of its "
+                         "policy, and loading it would unpickle Python objects saved in the "
+                         "zip, which can run any code; if you trust the file, write "
+                         f"{agent.algo}:{path}[trusted=true]")
     import stable_baselines3 as sb3
 
     cls = getattr(sb3, agent.algo.upper())
     if env is None:
         return cls.load(path, device="cpu")
-    return cls.load(path, device="cpu", custom_objects=fit_spaces(name, path, env))
+    data = model_data(name, path)
+    fit = check_fit(name, data["observation_space"], data["action_space"],
+                    data.get("policy_class"), data.get("policy_kwargs") or {}, env)
+    custom = {} if fit is None else {"observation_space": fit[0], "action_space": fit[1]}
+    return cls.load(path, device="cpu", custom_objects=custom)
+
+
+def _check_env_id(name: str, record: dict[str, Any], env: Any) -> None:
+    """Refuse a model whose record names another env than ``env``'s (one line)."""
+    env_id = None if env is None else env_id_of(env)
+    trained_on = record.get("env_id")
+    if isinstance(trained_on, str) and env_id is not None and trained_on != env_id:
+        env_kw = record.get("env_kwargs")
+        mode = describe_mode(env_kw if isinstance(env_kw, dict) else {})
+        raise ValueError(f"agent={name!r} cannot play {env_id}: it was trained on {trained_on} "
+                         f"with {mode} (its record: run.json or schedgym.json of the zip)")
+
+
+def _rebuild(name: str, path: str, record: dict[str, Any], env: Any) -> Any:
+    """The policy of ``record`` with the zip's weights, fitted to ``env`` (without unpickling:
+    :func:`schedgym.agents.model_file.build_policy`)."""
+    try:
+        cls = model_file.resolve_class(record.get("class"))
+        m_obs = model_file.decode_space(record.get("observation_space"))
+        m_act = model_file.decode_space(record.get("action_space"))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"agent={name!r} is invalid: its record of the policy does not read "
+                         f"back ({exc})") from None
+    fit = None if env is None else check_fit(name, m_obs, m_act, cls,
+                                              record.get("kwargs") or {}, env)
+    obs, act = (m_obs, m_act) if fit is None else fit
+    try:
+        return model_file.build_policy(record, path, obs, act)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"agent={name!r} is invalid: {exc}") from None
 
 
 def describe(space: Any) -> str:
@@ -125,18 +184,13 @@ def model_data(spec: str, path: str | Path) -> dict[str, Any]:
     return data
 
 
-def fit_spaces(spec: str, path: str | Path, env: Any) -> dict[str, Any]:
-    """The ``custom_objects`` that let the model of ``path`` play ``env`` (see the module
-    docstring); ``ValueError`` when it cannot."""
-    env_id = env_id_of(env)
-    trained_on = trained_env_id(path)
-    if trained_on is not None and env_id is not None and trained_on != env_id:
-        raise ValueError(f"agent={spec!r} cannot play {env_id}: it was trained on {trained_on} "
-                         f"(run.json beside the model)")
-    data = model_data(spec, path)
-    m_obs, m_act = data["observation_space"], data["action_space"]
+def check_fit(spec: str, m_obs: Any, m_act: Any, policy: Any, policy_kwargs: dict[str, Any],
+              env: Any) -> tuple[Any, Any] | None:
+    """The ``(observation space, action space)`` a model of spaces ``m_obs``/``m_act`` and
+    policy class ``policy`` is rebuilt with to play ``env``: the env's for a shared-weights
+    entity policy, None (its own) for another policy whose spaces are the env's (see the module
+    docstring); ``ValueError`` when it cannot play ``env``."""
     e_obs, e_act = env_spaces(env)
-    policy = data.get("policy_class")
     if not is_entity_policy(policy):
         if m_obs != e_obs or m_act != e_act:
             raise ValueError(
@@ -145,7 +199,7 @@ def fit_spaces(spec: str, path: str | Path, env: Any) -> dict[str, Any]:
                 f"{describe(e_obs)} and {describe(e_act)} (a flat policy plays only the env, "
                 "size and modes it was trained on; train with --policy entity to play every "
                 "size)")
-        return {}
+        return None
     try:
         _, f_m, c_m = entity_space_sizes(m_obs)
     except ValueError:  # e.g. entity rows saved 2-D (N, F): the contract's entities are 1-D
@@ -163,7 +217,7 @@ def fit_spaces(spec: str, path: str | Path, env: Any) -> dict[str, Any]:
         raise ValueError(f"agent={spec!r} cannot play this env: the model reads {f_m} entity "
                          f"and {c_m} context features, the env gives {f_e} and {c_e} (another "
                          "env?)")
-    layout = (data.get("policy_kwargs") or {}).get("action_layout")
+    layout = policy_kwargs.get("action_layout")
     if layout is None:
         layout = "entity" if m_act.shape == m_obs["mask"].shape else "global"
     want = (n,) if layout == "entity" else tuple(m_act.shape)
@@ -175,7 +229,7 @@ def fit_spaces(spec: str, path: str | Path, env: Any) -> dict[str, Any]:
                          f"{describe(m_act)} ({layout} layout: expects {describe_shape(want)} "
                          f"here), the env's action space is {describe(e_act)} (another "
                          "action_mode?)")
-    return {"observation_space": e_obs, "action_space": e_act}
+    return e_obs, e_act
 
 
 def describe_shape(shape: tuple[int, ...]) -> str:

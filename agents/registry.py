@@ -99,7 +99,7 @@ def mode_kwargs(spec: str | AgentSpec, env_id: str) -> dict[str, Any]:
     """The ``gym.make`` kwargs of the mode ``spec`` plays in on ``env_id``: a learned agent's
     own, from its run record (:func:`~schedgym.agents.record.learned_env_kwargs`), else a
     classical agent's (:func:`play_kwargs`; ``{}`` for the default mode)."""
-    return learned_env_kwargs(spec) or play_kwargs(spec, env_id)
+    return learned_env_kwargs(spec, env_id) or play_kwargs(spec, env_id)
 
 
 def _check_options(key: str, kwargs: dict[str, Any]) -> None:

@@ -44,10 +44,15 @@ class LearnedOption:
 
 #: The options a learned agent spec takes (``ALGO:path.zip[key=value]``), in the order an error
 #: message lists them. ``deterministic``: play the policy's mode (True) or its sampled actions
-#: (False, seeded by the episode seed; :class:`~schedgym.agents.played.StochasticModel`). A new
-#: option is one entry here and its use in :func:`schedgym.agents.learned.make_learned`.
+#: (False, seeded by the episode seed; :class:`~schedgym.agents.played.PlayedPolicy`); not
+#: given (None): the play recorded at training (the model's ``play``; the mode when there is no
+#: record). ``trusted``: the user vouches for the file, so a zip without schedgym's plain-JSON
+#: record may be loaded by SB3, which unpickles (runs) the objects saved in it. A new option is
+#: one entry here and its use in :func:`schedgym.agents.learned.make_learned`.
 LEARNED_OPTIONS: dict[str, LearnedOption] = {
-    "deterministic": LearnedOption(True, "true or false", lambda v: isinstance(v, bool)),
+    "deterministic": LearnedOption(None, "true or false",
+                                   lambda v: v is None or isinstance(v, bool)),
+    "trusted": LearnedOption(False, "true or false", lambda v: isinstance(v, bool)),
 }
 
 
@@ -123,6 +128,8 @@ class AgentSpec:
         takes them: ``name`` is used as it is (no ``[...]`` is read from it), ``options`` are
         added after any a given spec has."""
         extra = tuple((options or {}).items())
+        if not isinstance(name, AgentSpec):
+            _check_algo(str(name))
         if isinstance(name, AgentSpec):
             return name if not extra else cls(name.name, name.options + extra)
         return cls(str(name), extra, str(name) if not extra else "")
@@ -168,7 +175,8 @@ class AgentSpec:
         given = self.kwargs
         unknown = sorted(set(given) - set(LEARNED_OPTIONS))
         if unknown:
-            listed = ", ".join(f"{k}={o.default!r}" for k, o in LEARNED_OPTIONS.items())
+            listed = ", ".join(f"{k}={'the recorded play' if o.default is None else o.default}"
+                               for k, o in LEARNED_OPTIONS.items())
             raise ValueError(f"learned agent {self.name!r} has no option {', '.join(unknown)}: "
                              f"its options (with defaults) are {listed}")
         out = {}
@@ -198,19 +206,33 @@ class AgentSpec:
 @functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> AgentSpec:
     """:meth:`AgentSpec.parse` of stripped text (cached: a failing text raises every time)."""
+    _check_algo(text.partition("[")[0].strip())
     if "[" not in text:
         return AgentSpec(text, (), text)
     if not text.endswith("]"):
         raise ValueError(f"agent={text!r} is invalid: options must be written "
                          "name[key=value,...]")
     name, _, body = text[:-1].partition("[")
-    options = []
+    options: list[tuple[str, Any]] = []
     for item in filter(None, (s.strip() for s in body.split(","))):
         key, eq, val = item.partition("=")
         if not eq:
             raise ValueError(f"agent={text!r} is invalid: option {item!r} is not key=value")
+        if key.strip() in (k for k, _ in options):
+            raise ValueError(f"agent={text!r} is invalid: option {key.strip()!r} is given "
+                             "twice; give each option once")
         options.append((key.strip(), parse_value(val.strip())))
     return AgentSpec(name.strip(), tuple(options), text)
+
+
+def _check_algo(name: str) -> None:
+    """A name ``X:path`` is a learned agent: ``X`` must be one of :data:`SB3_ALGOS` (one line
+    naming it; no classical agent has a ``:`` in its name)."""
+    algo, colon, path = name.partition(":")
+    if colon and algo.lower() not in SB3_ALGOS:
+        raise ValueError(f"agent={name!r} is invalid: {algo!r} is not a learning algorithm; a "
+                         f"learned agent is ALGO:{path or 'path.zip'} with ALGO one of "
+                         f"{', '.join(SB3_ALGOS)}")
 
 
 def is_learned(spec: str | AgentSpec) -> bool:

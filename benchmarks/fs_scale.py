@@ -14,6 +14,7 @@ Usage::
     python benchmarks/fs_scale.py agents                 # one whole-cluster episode per agent
     python benchmarks/fs_scale.py agents --sizes 1x,cluster --agents hauf,oracle
     python benchmarks/fs_scale.py agents --every-allowed-node   # cluster, degree_cap=None
+    python benchmarks/fs_scale.py probe --agent esdp-aa --slots 700   # CPU s every 100 slots
 
 ``esdp``: one decision at the worst slot of the episode, ``t = T``, with every channel
 explored and its empirical mean drawn in [0, 1] (so every ``theta_e`` is as large as it gets and
@@ -121,6 +122,37 @@ print(json.dumps({"edges": env.instance.n_edges, "servers": env.instance.n_insta
 """
 
 
+_PROBE = r"""
+import json, resource, sys, time
+import gymnasium as gym, schedgym
+from schedgym import agents
+kw, name, seed = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+slots, every = kw.pop("slots"), kw.pop("every")
+env = gym.make("schedgym/FluctuatingSpeed-v0", **kw).unwrapped
+t0 = time.process_time()
+obs, _ = env.reset(seed=seed)
+ag = agents.make(name, env)
+for step in range(min(slots, env.horizon)):
+    obs, r, _, done, info = env.step(ag.predict(obs, deterministic=True)[0])
+    if (step + 1) % every == 0 or done or step + 1 == slots:
+        print(step + 1, "%.1f" % (time.process_time() - t0), ag.last.get("budget_levels"),
+              ag.last.get("dp_form"),
+              "%.0f MB" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+              flush=True)
+"""
+
+
+def probe(size: str, name: str, slots: int, every: int, seed: int) -> None:
+    """Play ``slots`` slots of ``name`` at ``size``, printing every ``every`` slots: slot, CPU
+    seconds since ``reset``, the DP's budget levels and form (ESDP), the peak RSS."""
+    kw = {**scale_case(size), "slots": slots, "every": every}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", _PROBE, json.dumps(kw), name, str(seed)], env=env,
+                   check=True)
+
+
 def run_child(code: str, kw: dict[str, Any], name: str, seed: int = 0,
               timeout: float = 3600.0) -> dict[str, Any]:
     """Run ``code`` (one of the child programs) in a fresh process; its JSON line as a dict."""
@@ -185,7 +217,10 @@ def agents_table(sizes: list[str], names: list[str], seed: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("esdp", "agents"))
+    ap.add_argument("what", choices=("esdp", "agents", "probe"))
+    ap.add_argument("--agent", default="esdp-aa", help="probe: the agent")
+    ap.add_argument("--slots", type=int, default=700, help="probe: slots to play")
+    ap.add_argument("--every", type=int, default=100, help="probe: print every this many")
     ap.add_argument("--sizes", default=None)
     ap.add_argument("--agents", default=",".join(a for a in AGENTS if not a.startswith("esdp")))
     ap.add_argument("--variant", default="esdp", choices=("esdp", "esdp-aa"))
@@ -196,7 +231,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     print(f"load {os.getloadavg()[0]:.1f}")
-    if args.what == "esdp":
+    if args.what == "probe":
+        probe(args.sizes or "cluster", args.agent, args.slots, args.every, args.seed)
+    elif args.what == "esdp":
         esdp_table((args.sizes or ",".join(SIZES)).split(","), args.variant, args.seed,
                    args.form)
     else:

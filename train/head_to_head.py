@@ -29,15 +29,23 @@ from schedgym.train.tensorboard import env_folder, log_classical, metric_spec, r
 def validate(env_id: str, scenario: str | None, instance_seed: int, overrides: dict[str, Any],
              specs: list[str], play: dict[str, dict[str, Any]]) -> None:
     """Fail fast, in this process, on a bad env id, scenario, override or agent (each agent
-    built once, in its own mode, on the first instance)."""
+    built once, in its own mode, on the first instance). An agent that declines the size
+    (:class:`~schedgym.core.limits.NotComputed`, e.g. ESDP's dynamic program beyond its memory)
+    is not a mistake: its episodes are recorded as not played and the others run."""
+    from schedgym.core.limits import NotComputed
+
     preflight.check_agents(specs)
     env = make_env(env_id, scenario, instance_seed, overrides)
     env.close()
     with preflight.compile_notice():
         for spec in specs:
             env = make_env(env_id, scenario, instance_seed, overrides, **play.get(spec, {}))
-            preflight.warm_up(env, build_agent(spec, env))
-            env.close()
+            try:
+                preflight.warm_up(env, build_agent(spec, env))
+            except NotComputed:
+                pass  # said once per episode as "not played" (schedgym.train.summary)
+            finally:
+                env.close()
 
 
 def compare_spec(env_id: str, specs: list[str], seeds: list[int], scenario: str | None = None,

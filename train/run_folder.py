@@ -14,13 +14,14 @@ by ``--resume``, after the checks that keep a resumed run consistent.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from schedgym.agents.record import RUN_RECORD, run_record
 from schedgym.train.tensorboard import env_folder
-from schedgym.train.train_config import TrainConfig
+from schedgym.train.train_config import TrainConfig, default_eval_draws
 
 #: Marker file claiming a run folder for one run.
 CLAIM = ".schedgym-run"
@@ -37,19 +38,49 @@ def run_folder_of(model_path: str | Path) -> Path:
     return p.parent if p.name == "checkpoints" else p
 
 
+def resolve_eval_draws(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with ``eval_draws`` decided: as given; else, on resume, the resumed run's own
+    setting (its ``run.json``; a record that does not read back is left to
+    :func:`check_resumed_evaluations` to refuse); else the env's default for the policy
+    (:func:`~schedgym.train.train_config.default_eval_draws`)."""
+    if cfg.eval_draws is not None:
+        return cfg
+    if cfg.resume is not None:
+        record = run_record(run_folder_of(cfg.resume))
+        before = record.get("eval_draws") if record is not None else None
+        if isinstance(before, bool):
+            return dataclasses.replace(cfg, eval_draws=before)
+    return dataclasses.replace(cfg, eval_draws=default_eval_draws(cfg.env_id, cfg.policy))
+
+
 def check_resumed_evaluations(cfg: TrainConfig) -> None:
-    """Refuse to resume a run whose evaluations judged the other kind of action
-    (``eval_draws``): the resumed run appends to its ``evaluations.npz``, keeps
-    ``best_model.zip`` by the best of them all and records its own setting in ``run.json``, so
-    the two kinds would be compared as one."""
+    """Before anything in the run folder changes: the resumed run's ``evaluations.npz`` must
+    read back (:func:`read_evaluations`, one line naming the file), and a resume must not
+    change the kind of action its evaluations judged (``eval_draws``): the resumed run appends
+    to its ``evaluations.npz``, keeps ``best_model.zip`` by the best of them all and records its
+    own setting in ``run.json``, so the two kinds would be compared as one. A run folder with
+    evaluations but no ``run.json`` (a run killed before it saved) has nothing to compare; a
+    ``run.json`` that does not read back as a record, or whose ``eval_draws`` is not true or
+    false, is refused (the check would be skipped silently)."""
     if cfg.resume is None:
         return
     folder = run_folder_of(cfg.resume)
+    if read_evaluations(folder) is None:
+        return  # no evaluations to append to
+    meta = folder / RUN_RECORD
+    if not meta.exists():
+        return  # the run was stopped before it wrote its record
     record = run_record(folder)
-    if record is None or not (folder / EVALUATIONS).is_file():
-        return  # no evaluations, or no readable record of their kind
-    before = bool(record.get("eval_draws", False))
-    if before != cfg.eval_draws:
+    where = f"resume={cfg.resume!r} is refused: {meta}"
+    if record is None:
+        raise ValueError(f"{where} does not read back as a run record (damaged?), so the kind "
+                         f"of action {EVALUATIONS} judged cannot be checked: restore it, or "
+                         f"move {EVALUATIONS} away to start the evaluations afresh")
+    before = record.get("eval_draws", False)
+    if not isinstance(before, bool):
+        raise ValueError(f"{where} has eval_draws={before!r}: must be true or false (restore "
+                         f"the file, or move {EVALUATIONS} away)")
+    if cfg.eval_draws is not None and before != cfg.eval_draws:  # None: the run's own
         kind = {True: "sampled actions (--eval-draws)", False: "the policy's mode"}
         raise ValueError(f"eval_draws={cfg.eval_draws} is invalid for resume={cfg.resume!r}: "
                          f"that run evaluated {kind[before]}, and best_model.zip is kept by "
@@ -101,13 +132,41 @@ def clear_run(run_dir: Path) -> None:
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
 
 
-def keep_progress_log(run_dir: Path, steps: int) -> None:
+def keep_progress_log(run_dir: Path, steps: int) -> Path | None:
     """Before a resumed run writes into its own folder: its ``progress.csv`` (SB3's CSV log,
     which SB3's writer would truncate) becomes ``progress.until-<steps>.csv``, ``steps`` being
-    the step count the resumed model starts from."""
+    the step count the resumed model starts from; returns the kept log's path (None: nothing
+    to keep).
+
+    A saved log is never replaced: when two resumes start from the same step (a second try
+    after a failed one, or a branch), the later log goes to ``progress.until-<steps>-2.csv``,
+    ``-3``, ... (the name is taken by a hard link or an exclusive create, which fail on an
+    existing file, so a concurrent resume cannot take it either). An empty ``progress.csv``
+    (a resume that failed before SB3 logged anything) holds nothing and is removed."""
+    import os
+
     old_csv = run_dir / "progress.csv"
-    if old_csv.is_file():
-        old_csv.rename(run_dir / f"progress.until-{steps}.csv")
+    if not old_csv.is_file():
+        return None
+    if old_csv.stat().st_size == 0:
+        old_csv.unlink()
+        return None
+    for k in range(1, 10_000):
+        kept = run_dir / (f"progress.until-{steps}.csv" if k == 1
+                          else f"progress.until-{steps}-{k}.csv")
+        try:
+            try:
+                os.link(old_csv, kept)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: exclusive create, then copy
+                with kept.open("xb") as dst:
+                    dst.write(old_csv.read_bytes())
+        except FileExistsError:
+            continue
+        old_csv.unlink()
+        return kept
+    raise ValueError(f"run folder {run_dir}: too many saved logs progress.until-{steps}-*.csv")
 
 
 def evaluation_history(cfg: TrainConfig, run_dir: Path) -> Path:
@@ -128,13 +187,33 @@ class Evaluations:
 
 
 def read_evaluations(folder: Path) -> Evaluations | None:
-    """The ``evaluations.npz`` of ``folder``, or None when it has none."""
+    """The ``evaluations.npz`` of ``folder``, or None when it has none; ``ValueError`` in one
+    line naming the file when it does not read back as SB3's evaluation history (truncated,
+    empty, not an ``.npz``, pickled objects, missing arrays, shapes that do not agree, values
+    that are not finite)."""
     import numpy as np
 
     path = folder / EVALUATIONS
-    if not path.is_file():
+    if not path.exists():
         return None
-    with np.load(path) as old:
-        return Evaluations([int(t) for t in old["timesteps"]],
-                           [list(map(float, r)) for r in old["results"]],
-                           [list(map(int, n)) for n in old["ep_lengths"]])
+    try:
+        with np.load(path, allow_pickle=False) as old:
+            steps, results, lengths = (np.asarray(old[k]) for k in
+                                       ("timesteps", "results", "ep_lengths"))
+    except Exception as exc:  # BadZipFile, EOFError, pickled data, KeyError, OSError, ...
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(_damaged(path, reason[:160])) from None
+    if steps.ndim != 1 or results.ndim != 2 or lengths.shape != results.shape \
+            or len(steps) != len(results):
+        raise ValueError(_damaged(path, f"timesteps {steps.shape}, results {results.shape}, "
+                                        f"ep_lengths {lengths.shape} do not agree"))
+    for name, arr in (("timesteps", steps), ("results", results), ("ep_lengths", lengths)):
+        if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+            raise ValueError(_damaged(path, f"its {name} are not all finite numbers"))
+    return Evaluations([int(t) for t in steps], [list(map(float, r)) for r in results],
+                       [list(map(int, n)) for n in lengths])
+
+
+def _damaged(path: Path, reason: str) -> str:
+    return (f"{path} is damaged ({reason}): nothing was changed; restore it, or move it away "
+            "to start the evaluations afresh")

@@ -253,7 +253,20 @@ def display_names(agents: Sequence[str]) -> dict[str, str]:
     same; every other agent as it is."""
     short = {a: AgentSpec.parse(a).short_label() for a in agents}
     clash = {v for v in short.values() if list(short.values()).count(v) > 1}
-    return {a: (a if v in clash else v) for a, v in short.items()}
+    return {a: (a if v in clash else v) + _play_note(a) for a, v in short.items()}
+
+
+def _play_note(agent: str) -> str:
+    """`` (plays its draws)`` / `` (plays its mode)`` after a learned agent whose spec does not
+    say ``deterministic=``: the play recorded at training, which ``compare`` follows."""
+    from schedgym.agents.record import learned_play
+
+    spec = AgentSpec.parse(agent)
+    if (not spec.is_learned or spec.path is None or not Path(spec.path).is_file()
+            or spec.learned_options()["deterministic"] is not None):
+        return ""
+    play = learned_play(spec)
+    return {"sampled": " (plays its draws)", "mode": " (plays its mode)"}.get(play or "", "")
 
 
 def print_table(rows: list[dict[str, Any]], legend: dict[str, Any], title: str,

@@ -45,7 +45,9 @@ class TrainConfig:
       None = the bounded default); ``eval_episodes``: episodes per evaluation (None: 3, or one per
       evaluation instance); ``eval_seed``: episode seed of the evaluation env (None: 1e6+seed);
       ``eval_draws``: evaluate (and keep ``best_model.zip`` by) the policy's sampled actions
-      instead of its mode, for a policy that is played with its draws.
+      instead of its mode, for a policy that is played with its draws; the saved model's
+      recorded play follows it (``sampled`` or ``mode``). ``None``: the env's default for the
+      policy (:func:`default_eval_draws`), or on resume the resumed run's own setting.
     - ``log_every``: schedgym/* TensorBoard window (env steps); ``beside``/``beside_seeds``:
       agents played afterwards on these episode seeds into the same TensorBoard root.
     - ``progress``, ``verbose``, ``device``, ``threads`` (torch CPU threads; None = torch's
@@ -73,7 +75,7 @@ class TrainConfig:
     eval_freq: int | None = None
     eval_episodes: int | None = None
     eval_seed: int | None = None
-    eval_draws: bool = False
+    eval_draws: bool | None = None
     checkpoint_freq: int | None = None
     log_every: int = 1000
     beside: tuple[str, ...] = ()
@@ -127,6 +129,24 @@ def _check_count(name: str, value: int | None, low: int) -> None:
         raise ValueError(f"{name}={value!r} is invalid: must be an integer >= {low}")
 
 
+def _check_out(out: str) -> None:
+    """``out`` must name a folder: not empty, and neither it nor a folder above it a symbolic
+    link to nothing (the run folder could not be made there)."""
+    from pathlib import Path
+
+    if not str(out).strip():
+        raise ValueError(f"out={out!r} is invalid: give the folder the runs go in (default "
+                         "runs)")
+    path = Path(out)
+    for p in (path, *path.parents):
+        if p.is_symlink() and not p.exists():
+            import os
+
+            raise ValueError(f"out={out!r} is invalid: {str(p)!r} is a symbolic link to "
+                             f"{os.readlink(p)!r}, which does not exist")
+    check_out_folder(out, "out")
+
+
 def _validate_config(cfg: TrainConfig) -> None:
     """Raise ``ValueError`` naming the field, the value and what is allowed."""
     if cfg.algo not in hp.ALGOS:
@@ -148,10 +168,11 @@ def _validate_config(cfg: TrainConfig) -> None:
                          "(--instance-seed) or instance_seeds (--instance-seeds)")
     if cfg.name is not None:
         check_run_name(cfg.name, "name")  # a run never writes outside out
-    check_out_folder(cfg.out, "out")
+    _check_out(cfg.out)
     if cfg.policy not in ("default", "entity"):
         raise ValueError(f"policy={cfg.policy!r} is invalid: must be one of default, entity")
-    check_bool("eval_draws", cfg.eval_draws)
+    if cfg.eval_draws is not None:
+        check_bool("eval_draws", cfg.eval_draws)
     if cfg.overwrite and cfg.resume is not None:
         raise ValueError("overwrite=True with resume is invalid: resuming continues the run "
                          "folder; give one of them")
@@ -187,3 +208,26 @@ def default_eval_freq(n_total: int, rollout: int, episodes: int, horizon: int | 
     if horizon is not None and episodes * horizon > n_total:
         return 0
     return max(-(-n_total // DEFAULT_EVALUATIONS), rollout, 1)
+
+
+def default_eval_draws(env_id: str, policy: str) -> bool:
+    """Whether a run of ``policy`` on ``env_id`` evaluates (and is then played by) its sampled
+    actions when ``eval_draws`` is not given: true for the entity policy on an env whose
+    metadata says ``entity_play = "sampled"`` (FluctuatingSpeed-v0, whose entity policy explores
+    through its own action noise, so its mode can select nothing on unseen instances:
+    docs/learned-vs-classical.md section 7c), false otherwise."""
+    if policy != "entity":
+        return False
+    import gymnasium as gym
+
+    from schedgym.train.cli_options import resolve_env_id
+
+    entry = gym.spec(resolve_env_id(env_id)).entry_point
+    if not isinstance(entry, str):
+        return getattr(entry, "metadata", {}).get("entity_play") == "sampled"
+    module, _, name = entry.partition(":")
+    import importlib
+
+    cls = getattr(importlib.import_module(module), name)
+    return getattr(cls, "metadata", {}).get("entity_play") == "sampled"
+

@@ -16,6 +16,7 @@ What the run writes and the rules it follows are in ``schedgym train --help``
 from __future__ import annotations
 
 import dataclasses
+import errno
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from schedgym.train.run_folder import (
     evaluation_history,
     keep_progress_log,
     release_unused_claim,
+    resolve_eval_draws,
 )
 from schedgym.train.tensorboard import metric_spec
 from schedgym.train.train_config import (
@@ -166,6 +168,14 @@ class _Trainer:
             torch.set_num_threads(int(cfg.threads))
         if cfg.resume is not None and not Path(cfg.resume).is_file():
             raise ValueError(f"resume={cfg.resume!r} is invalid: file does not exist")
+        if cfg.resume is not None:
+            from schedgym.agents.model_file import check_zip
+
+            try:
+                check_zip(cfg.resume)  # a damaged zip: one line now, not SB3's later
+            except ValueError as exc:
+                raise ValueError(f"resume={cfg.resume!r} is invalid: {exc}") from None
+        cfg = self.cfg = resolve_eval_draws(cfg)
         plan = _plan(cfg)
         check_resumed_evaluations(cfg)
         run_dir = claim_run_dir(cfg)
@@ -175,8 +185,13 @@ class _Trainer:
             except BaseException:
                 release_unused_claim(run_dir)  # a failed start leaves no stale claim
                 raise
-            interrupted = self._learn(model, plan, run_dir)
-            model_path = self._save(model, plan, run_dir, interrupted)
+            try:
+                interrupted = self._learn(model, plan, run_dir)
+                model_path = self._save(model, plan, run_dir, interrupted)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                raise disk_full(exc, run_dir, cfg) from None
         finally:
             for env in (self.venv, self.eval_env):
                 if env is not None:
@@ -279,6 +294,28 @@ class _Trainer:
         """Stage 5: model.zip, vecnormalize.pkl, config.yml and run.json."""
         return save_run(run_dir, self.cfg, plan, model, time.perf_counter() - self.t0,
                         interrupted)
+
+
+class DiskFullError(OSError):
+    """The device holding the run folder is full: its message names the file and how to go on
+    (``str`` is the message alone, without ``[Errno 28]``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[1]) if len(self.args) > 1 else super().__str__()
+
+
+def disk_full(exc: OSError, run_dir: Path, cfg: TrainConfig) -> DiskFullError:
+    """The one-line error of a full disk during training: the file being written (or the run
+    folder, when the writer did not say) and the checkpoint to resume from."""
+    where = exc.filename or f"a file in {run_dir}"
+    ckpts = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"),
+                   key=lambda p: int(p.stem.split("_")[1]) if p.stem.split("_")[1].isdigit()
+                   else -1)
+    done = ckpts[-1] if ckpts else None
+    hint = (f"free some space, then continue with: schedgym train {cfg.algo} {cfg.env_id} "
+            f"--resume {done} --name {run_dir.name} --out {cfg.out}" if done is not None else
+            "free some space, then train again (no checkpoint was saved)")
+    return DiskFullError(errno.ENOSPC, f"no space left on the device writing {where}: {hint}")
 
 
 def build_vec_env(env_id: str, env_kw: dict[str, Any], instance_seeds: Sequence[int],

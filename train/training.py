@@ -121,10 +121,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="episodes per evaluation (default 3, or one per evaluation instance)")
     p.add_argument("--eval-seed", type=int, default=None,
                    help="seed of the evaluation env (default 1000000 + seed)")
-    p.add_argument("--eval-draws", action="store_true",
-                   help="evaluate the policy's sampled actions instead of its mode, and keep "
-                   "best_model.zip by them (for a policy played as ppo:model.zip"
-                   "[deterministic=false])")
+    draws = p.add_mutually_exclusive_group()
+    draws.add_argument("--eval-draws", dest="eval_draws", action="store_const", const=True,
+                       default=None,
+                       help="evaluate the policy's sampled actions instead of its mode, keep "
+                       "best_model.zip by them, and record 'sampled' as the model's play "
+                       "(ppo:model.zip then plays its draws; default: the env's choice for the "
+                       "policy, draws for FluctuatingSpeed's entity policy, else the mode; on "
+                       "--resume the resumed run's)")
+    draws.add_argument("--eval-mode", dest="eval_draws", action="store_const", const=False,
+                       help="evaluate the policy's mode and record 'mode' as the model's play")
     p.add_argument("--checkpoint-freq", type=int, default=None,
                    help="checkpoint every N env steps (default timesteps/5; 0 = off)")
     p.add_argument("--log-every", type=int, default=1000,
@@ -208,9 +214,13 @@ def next_command(cfg: TrainConfig, model_path: Path) -> str:
 
     rivals = [n for n in registry.names_for(cfg.env_id)
               if n != "random" and not registry.is_benchmark(n)]
-    learner = [str(AgentSpec.learned(cfg.algo, model_path))]
-    if cfg.policy == "entity":  # its mode and its draws (docs/learned-vs-classical.md, 7c)
-        learner.append(str(AgentSpec.learned(cfg.algo, model_path, deterministic=False)))
+    learner = [str(AgentSpec.learned(cfg.algo, model_path))]  # the play it recorded
+    if cfg.policy == "entity":  # and the other play (docs/learned-vs-classical.md, 7c)
+        from schedgym.agents.record import learned_play
+
+        recorded = learned_play(learner[0])
+        learner.append(str(AgentSpec.learned(cfg.algo, model_path,
+                                             deterministic=recorded == "sampled")))
     return shlex.join(["schedgym", "compare", cfg.env_id, "--agents",
                        ",".join([*rivals, *learner]), "--seeds", "100-104",
                        *_env_flags(cfg, compare=True)])

@@ -41,13 +41,14 @@ def test_a_learned_spec_reads_its_algo_path_and_options():
     assert spec.is_learned and spec.algo == "ppo" and spec.path == "runs/Go-v0/ppo_s0/model.zip"
     assert spec.name == "PPO:runs/Go-v0/ppo_s0/model.zip"
     assert spec.kwargs == {"deterministic": False}
-    assert spec.learned_options() == {"deterministic": False}
-    assert AgentSpec.parse("sac:a.zip").learned_options() == {"deterministic": True}
+    assert spec.learned_options() == {"deterministic": False, "trusted": False}
+    assert AgentSpec.parse("sac:a.zip").learned_options() == {"deterministic": None,
+                                                              "trusted": False}
 
 
 @pytest.mark.parametrize("text, expected", [
     ("ppo:x.zip", True), ("SAC:a/b.zip", True), ("td3:C:/m.zip", True), ("a2c:m.zip[x=1]", True),
-    ("ogasched[timing=oco]", False), ("random", False), ("foo:bar.zip", False),
+    ("ogasched[timing=oco]", False), ("random", False),
     ("ogasched[x=a:b]", False), ("ppo[x=1]", False),
 ])
 def test_what_is_learned(text, expected):
@@ -103,7 +104,7 @@ def test_bad_learned_options_are_one_line_before_any_model_is_loaded(tmp_path):
     missing = tmp_path / "no-such-model.zip"  # never opened: the options fail first
     with pytest.raises(ValueError, match=r"^learned agent 'ppo:.*no-such-model.zip' has no option "
                                          r"foo: its options \(with defaults\) are "
-                                         r"deterministic=True$"):
+                                         r"deterministic=the recorded play, trusted=False$"):
         make(AgentSpec.parse(f"ppo:{missing}[foo=1]"), None)
     with pytest.raises(ValueError, match=r"^learned agent 'ppo:.*': deterministic=3 is invalid: "
                                          r"must be true or false$"):
@@ -114,15 +115,26 @@ def test_bad_learned_options_are_one_line_before_any_model_is_loaded(tmp_path):
 
 def test_a_learned_option_is_one_entry_of_the_table(monkeypatch):
     table = dict(spec_mod.LEARNED_OPTIONS)
-    table["trusted"] = LearnedOption(False, "true or false", lambda v: isinstance(v, bool))
+    table["greedy"] = LearnedOption(False, "true or false", lambda v: isinstance(v, bool))
     monkeypatch.setattr(spec_mod, "LEARNED_OPTIONS", table)
-    assert AgentSpec.parse("ppo:m.zip").learned_options() == {"deterministic": True,
-                                                               "trusted": False}
-    assert AgentSpec.parse("ppo:m.zip[trusted=true]").learned_options()["trusted"] is True
-    with pytest.raises(ValueError, match=r"trusted='yes' is invalid: must be true or false"):
-        AgentSpec.parse("ppo:m.zip[trusted=yes]").learned_options()
-    with pytest.raises(ValueError, match=r"are deterministic=True, trusted=False$"):
+    assert AgentSpec.parse("ppo:m.zip").learned_options() == {"deterministic": None,
+                                                               "trusted": False,
+                                                               "greedy": False}
+    assert AgentSpec.parse("ppo:m.zip[greedy=true]").learned_options()["greedy"] is True
+    with pytest.raises(ValueError, match=r"greedy='yes' is invalid: must be true or false"):
+        AgentSpec.parse("ppo:m.zip[greedy=yes]").learned_options()
+    with pytest.raises(ValueError, match=r"are deterministic=the recorded play, trusted=False, "
+                                         r"greedy=False$"):
         AgentSpec.parse("ppo:m.zip[x=1]").learned_options()
+
+
+@pytest.mark.parametrize("text", ["ppo:m.zip[deterministic=false,deterministic=true]",
+                                  "ogasched[eta0=1, eta0=2]"])
+def test_an_option_given_twice_is_refused(text):
+    """A repeated key would silently keep the later value: refused in one line naming it."""
+    with pytest.raises(ValueError, match=r"is invalid: option '(deterministic|eta0)' is given "
+                                         r"twice; give each option once$"):
+        AgentSpec.parse(text)
 
 
 def test_make_takes_a_spec_or_a_name_with_keyword_options():
@@ -152,3 +164,16 @@ def test_the_learned_prefixes_are_the_trainable_algorithms():
     from schedgym.train.hyperparams import ALGOS
 
     assert set(SB3_ALGOS) == set(ALGOS)
+
+
+@pytest.mark.parametrize("text", ["foo:model.zip", "DQN:runs/x/model.zip[deterministic=true]"])
+def test_an_unknown_algorithm_is_one_line(text):
+    """``foo:model.zip`` is a learned agent of an unknown algorithm, not an unknown classical
+    name: the message says so in one line."""
+    with pytest.raises(ValueError, match=r"^agent='(foo|DQN):.*model.zip' is invalid: '(foo|DQN)' "
+                                         r"is not a learning algorithm; a learned agent is "
+                                         r"ALGO:.*model.zip with ALGO one of ppo, a2c, sac, "
+                                         r"td3$"):
+        AgentSpec.parse(text)
+    with pytest.raises(ValueError, match="is not a learning algorithm"):
+        is_learned(text)

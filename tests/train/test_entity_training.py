@@ -66,8 +66,8 @@ def test_compare_plays_the_model_on_another_size(entity_run, tmp_path):
 def test_stochastic_play_is_its_own_agent_and_reproducible(entity_run, tmp_path):
     """``ppo:model.zip[deterministic=false]`` plays sampled actions, seeded by the episode
     seed: two compares give the same records, and they differ from the mode's."""
-    spec = f"ppo:{entity_run.model_path}"
-    drawn = f"{spec}[deterministic=false]"
+    model = f"ppo:{entity_run.model_path}"
+    spec, drawn = f"{model}[deterministic=true]", f"{model}[deterministic=false]"
     recs = []
     for run in ("a", "b"):
         out = tmp_path / run
@@ -92,8 +92,11 @@ def test_learned_agent_options_are_checked(entity_run):
         make(spec, env, temperature=2.0)
     with pytest.raises(ValueError, match="deterministic='no' is invalid: must be true or false"):
         make(spec, env, deterministic="no")
-    assert make(spec, env, deterministic=True).__class__.__name__ == "PPO"
+    mode = make(spec, env, deterministic=True)
+    assert (mode.play, mode.source) == ("mode", "spec")
+    assert isinstance(mode.policy, EntityPolicy)  # rebuilt from the record, nothing unpickled
     agent = make(spec, env, deterministic=False)
+    assert (agent.play, agent.source) == ("sampled", "spec")
     obs, _ = env.reset(seed=3)
     agent.seed_episode(3)
     first = agent.predict(obs, deterministic=True)[0]  # the spec wins: still a draw
@@ -125,15 +128,15 @@ def test_entity_model_saved_with_2d_rows_is_refused(entity_run, monkeypatch):
     import numpy as np
     from gymnasium import spaces
 
-    from schedgym.agents import learned
+    from schedgym.agents import learned, model_file
 
-    data = learned.model_data("ppo", entity_run.model_path)
-    old = data["observation_space"]
+    record = learned.model_record(entity_run.model_path)
+    old = model_file.decode_space(record["policy"]["observation_space"])
     n = old["mask"].shape[0]
     rows = spaces.Box(0, 1, (n, old["entities"].shape[0] // n), np.float32)
-    data["observation_space"] = spaces.Dict({"entities": rows, "mask": old["mask"],
-                                             "context": old["context"]})
-    monkeypatch.setattr(learned, "model_data", lambda spec, path: data)
+    record["policy"]["observation_space"] = model_file.encode_space(spaces.Dict(
+        {"entities": rows, "mask": old["mask"], "context": old["context"]}))
+    monkeypatch.setattr(learned, "model_record", lambda path: record)
     env = gym.make(ENV_ID, obs_mode="entities", action_mode="scores", horizon=5)
     with pytest.raises(ValueError, match=r"saved with observations Dict\(.*entities=\(\d+, 12\)"
                                          ".*train it again"):
@@ -141,14 +144,16 @@ def test_entity_model_saved_with_2d_rows_is_refused(entity_run, monkeypatch):
 
 
 def test_model_of_another_env_is_refused(entity_run, tmp_path):
-    """The env id of the run.json beside the model is checked first."""
+    """The env id of the model's record is checked first: the run.json beside it, or the
+    zip's own record when the zip was copied out of its run folder."""
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "model.zip").write_bytes(entity_run.model_path.read_bytes())
-    (folder / "run.json").write_text(json.dumps({"env_id": "schedgym/GainOverhead-v0"}))
-    env = gym.make(ENV_ID, obs_mode="entities", action_mode="scores", horizon=5)
-    with pytest.raises(ValueError, match="trained on schedgym/GainOverhead-v0"):
-        make(f"ppo:{folder / 'model.zip'}", env)
+    go = "schedgym/GainOverhead-v0"
+    with pytest.raises(ValueError, match=rf"^agent='ppo:.*model.zip' cannot play {go}: it was "
+                                         rf"trained on {ENV_ID} with action_mode='scores', "
+                                         r"obs_mode='entities' \(its record"):
+        make(f"ppo:{folder / 'model.zip'}", gym.make(go, horizon=5))
 
 
 def test_flat_model_on_another_size_is_refused_before_the_sweep(tmp_path, capsys):
@@ -158,9 +163,9 @@ def test_flat_model_on_another_size_is_refused_before_the_sweep(tmp_path, capsys
     path = tmp_path / "flat.zip"
     model.save(path)
     (tmp_path / "run.json").write_text(json.dumps({"env_id": ENV_ID, "env_kwargs": kw}))
-    assert make(f"ppo:{path}", gym.make(ENV_ID, **kw)) is not None  # its own size plays
+    assert make(f"ppo:{path}", gym.make(ENV_ID, **kw), trusted=True) is not None  # its size
     out = tmp_path / "cmp"
-    code = cli(["compare", ENV_ID, "--agents", f"hauf,ppo:{path}", "--seeds", "0",
+    code = cli(["compare", ENV_ID, "--agents", f"hauf,ppo:{path}[trusted=true]", "--seeds", "0",
                 *OTHER, "--out", str(out), "--workers", "1",
                 "--quiet", "--no-plots", "--no-benchmarks"])
     # the compile notice (printed when the warm-up outlasts preflight.NOTICE_AFTER_S on a busy
@@ -175,7 +180,8 @@ def test_flat_model_on_another_size_is_refused_before_the_sweep(tmp_path, capsys
 def test_not_a_model_file_is_one_line(tmp_path):
     bad = tmp_path / "x.zip"
     bad.write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match="not a Stable-Baselines3 model zip"):
+    with pytest.raises(ValueError, match=r"x.zip is damaged or not a model zip \(File is not a "
+                                         r"zip file\): train it again"):
         make(f"ppo:{bad}", gym.make(ENV_ID, horizon=5))
 
 

@@ -146,18 +146,17 @@ def test_resume_appends_evaluations_and_keeps_the_best_model(tmp_path):
         assert list(f["timesteps"]) == steps
 
 
-def test_resume_check_reads_the_runs_record_and_skips_an_unreadable_one(tmp_path):
-    """The eval-draws check reads ``run.json`` beside the evaluations; a record that is no
-    JSON object (or no record, or no evaluations) has nothing to compare and is skipped, not a
-    traceback."""
+def test_resume_check_reads_the_runs_record(tmp_path):
+    """The eval-draws check reads ``run.json`` beside the evaluations (no evaluations, or no
+    record: nothing to compare); a damaged record is refused
+    (``tests/train/test_resume_checks.py``)."""
     run = tmp_path / "run"
     run.mkdir()
     cfg = _cfg(tmp_path, resume=str(run / "model.zip"), eval_draws=True)
     check_resumed_evaluations(cfg)  # neither evaluations nor record
-    (run / "evaluations.npz").write_bytes(b"")
-    for text in ("[]", "{not json", '"x"'):
-        (run / "run.json").write_text(text)
-        check_resumed_evaluations(cfg)
+    np.savez(run / "evaluations.npz", timesteps=np.array([8]), results=np.zeros((1, 2)),
+             ep_lengths=np.full((1, 2), 12))
+    check_resumed_evaluations(cfg)  # evaluations of a run killed before it wrote its record
     (run / "run.json").write_text(json.dumps({"eval_draws": False}))
     with pytest.raises(ValueError, match="resume with eval_draws=False"):
         check_resumed_evaluations(cfg)

@@ -132,7 +132,9 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     ``Dict(entities=Box(0, 1, (L R F,)), mask=Box(0, 1, (L R,)), context=Box(0, 1, (C,)))``,
     float32: one row of ``F`` features per (port, server) cell ``l * R + r`` (the order of the
     scores, entity ``i`` <-> action entry ``i``; ``metadata["entity_action"]`` is ``"entity"``;
-    ``metadata["entity_action_mode"]`` names ``scores``, the mode an entity policy trains in),
+    ``metadata["entity_action_mode"]`` names ``scores``, the mode an entity policy trains in,
+    and ``metadata["entity_play"]`` is ``"sampled"``: an entity policy here explores through its
+    own action noise, so ``schedgym train --policy entity`` evaluates and records its draws),
     the rows flattened row-major into the 1-D ``entities`` vector (cell ``i`` at
     ``[F i:F (i + 1)]``; 1-D keeps both checkers clean). The features and their meanings are
     :data:`.entities.FEATURES` (``F = len(entity_feature_names)``) and
@@ -228,7 +230,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4,
                 "action_modes": actions.ACTION_MODES, "obs_modes": OBS_MODES,
-                "entity_action": "entity", "entity_action_mode": "scores"}
+                "entity_action": "entity", "entity_action_mode": "scores",
+                "entity_play": "sampled"}
     #: Names of the ``obs_mode="entities"`` per-entity features and context entries.
     entity_feature_names: tuple[str, ...] = entities.ENTITY_FEATURES
     context_feature_names: tuple[str, ...] = entities.CONTEXT_FEATURES
