@@ -15,14 +15,13 @@ import numba
 import numpy as np
 
 from schedgym.agents.base import Agent
-from schedgym.core.graph import reachable_capacity
 from schedgym.core.validation import check_choice
 from schedgym.envs.gain_overhead.types import GainOverheadInstance
 
 
 def dominant_shares(inst: GainOverheadInstance) -> np.ndarray:
     """DRF's static dominant share ``s_l = max_k a_l^k / sum_{r in R_l} c_r^k`` (L,)."""
-    reach = reachable_capacity(inst.mask, inst.capacities)  # (L, K)
+    reach = inst.reachable_capacity  # (L, K)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(reach > 0, inst.requests / np.where(reach > 0, reach, 1.0),
                          np.where(inst.requests > 0, np.inf, 0.0))

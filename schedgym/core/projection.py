@@ -17,9 +17,8 @@ One compiled kernel, :func:`project_block`, serves every caller (the batched wra
 env step and OgaSched's update, :mod:`schedgym.envs.gain_overhead.dynamics`): the groups of one
 size are the columns of a block ``(n, G)``, and the loops over the contiguous group axis do the
 same branch-free operations for every group, so that the compiler can vectorise them, with one
-compiled version for every block size (:func:`_theta`; the native vector env adds versions for
-blocks of 1 to 4 entries, :func:`_theta_small`). Every sum runs in a fixed order (entries in row
-order, from 0.0), so the result does not depend on the CPU.
+compiled theta search for every block size (:func:`_theta`). Every sum runs in a fixed order
+(entries in row order, from 0.0), so the result does not depend on the CPU.
 
 :func:`project_paper` is the paper's procedure (Alg. 1, steps 6-30) transcribed faithfully, with its
 defects fixed only where they crash or leave garbage (members of B2 are set to 0; an empty B3 stops
@@ -41,7 +40,7 @@ import numpy as np
 #: Relative safety margin of the final rescaling that removes the solve's rounding excess.
 _SHRINK = 1.0 - 4e-16
 #: Rows of the scratch array ``work`` of :func:`project_block` (one per-group quantity each).
-WORK_ROWS = 2
+WORK_ROWS = 1
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -124,65 +123,6 @@ def _bracket(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th: np
         th[g] = t2 if th[g] == -1.0 else th[g]
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _theta_small(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray, th: np.ndarray,
-                 rows: tuple[int, ...]) -> None:
-    """Every group's theta into ``th`` ``(G,)``, for a block ``Z`` ``(n, G)`` with a group over
-    its capacity; ``s0`` ``(G,)`` are the groups' ``g(0)``, ``n = len(rows)``: :func:`_theta`
-    for a block of 1 to 4 entries, ``rows`` a tuple of that length. ``n`` is then a
-    compile-time constant: each group's search state stays in registers, the loops over its
-    entries unroll, and the loop over the groups, branch-free, is vectorised. The same
-    operations in the same order as :func:`_theta` (see there): the same bits, with fewer loads
-    and stores than its state arrays need, but four versions to compile."""
-    n, G = len(rows), Z.shape[1]
-    above = False
-    for i in range(n):
-        for g in range(G):
-            above |= Z[i, g] > A[i, g]
-    for g in range(G):
-        cg, sg = c[g], s0[g]
-        ghi = min(max(Z[0, g] - math.inf, 0.0), A[0, g])  # g(inf), where no hi is met
-        for i in range(1, n):
-            ghi += min(max(Z[i, g] - math.inf, 0.0), A[i, g])
-        lo, glo, hi = 0.0, sg, math.inf
-        for j in range(2 * n):
-            if (j < n) | above:
-                k = j - n if j >= n else j
-                b = max(Z[k, g] - A[k, g], 0.0) if j >= n else max(Z[k, g], 0.0)
-                gv = min(max(Z[0, g] - b, 0.0), A[0, g])
-                for i in range(1, n):
-                    gv += min(max(Z[i, g] - b, 0.0), A[i, g])
-                up, down = (gv > cg) & (b > lo), (gv <= cg) & (b < hi)
-                lo, glo = (b, gv) if up else (lo, glo)
-                hi, ghi = (b, gv) if down else (hi, ghi)
-        t2 = lo + (glo - cg) * (hi - lo) / (glo - ghi) if glo > ghi else hi
-        m, first = 0.0, math.inf
-        for i in range(n):
-            zi, ai = Z[i, g], A[i, g]
-            d = zi - ai
-            first = min(first, min(d if d > 0.0 else math.inf, zi if zi > 0.0 else math.inf))
-            m += 1.0 if (zi > 0.0) & (d <= 0.0) & (ai > 0.0) else 0.0
-        t1 = (sg - cg) if n == 1 else (sg - cg) / m  # n = 1: m = 1 where ok, x / 1.0 = x
-        ok = (m > 0.0) & (t1 <= first)
-        t1 = t1 if ok else t2
-        th[g] = t1 if sg > cg else 0.0
-
-
-@numba.njit(cache=True)
-def _theta_sized(Z: np.ndarray, A: np.ndarray, c: np.ndarray, s0: np.ndarray,
-                 th: np.ndarray) -> None:
-    """:func:`_theta_small` in its version for the block's ``n`` of 1 to 4 entries."""
-    n = Z.shape[0]
-    if n == 1:
-        _theta_small(Z, A, c, s0, th, (0,))
-    elif n == 2:
-        _theta_small(Z, A, c, s0, th, (0, 0))
-    elif n == 3:
-        _theta_small(Z, A, c, s0, th, (0, 0, 0))
-    else:
-        _theta_small(Z, A, c, s0, th, (0, 0, 0, 0))
-
-
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def _clip(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
           th: np.ndarray, tot: np.ndarray) -> None:
@@ -211,7 +151,7 @@ def _clip(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.n
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, load: np.ndarray,
-                  work: np.ndarray, sized: bool) -> None:
+                  work: np.ndarray) -> None:
     """Exact projection of every column ``Z[:, g]`` of ``Z`` ``(n, G)`` (a group of ``n``
     entries) onto ``{0 <= v <= A[:, g], sum v <= c[g]}`` into ``V[:, g]``; ``load[g]`` gets the
     group's sum. ``A``, ``V``: ``(n, G)``; ``c``, ``load``: ``(G,)``; ``work``: ``(WORK_ROWS,
@@ -220,11 +160,7 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 
     A block with no group over its capacity is the clip of every group to its box, its loads
     the clipped sums (theta = 0 for all: the same values the general case would give);
-    otherwise the thetas by :func:`_theta`, then :func:`_clip`. With ``sized`` (pass a
-    constant: the kernel is inlined into its caller, where numba drops the branch not taken),
-    blocks of 1 to 4 entries use :func:`_theta_small`'s versions for their size instead:
-    faster, but four more versions to compile, so only the native vector env's step asks for
-    it (docs/performance.md has the trade). Both give the same bits."""
+    otherwise the thetas by :func:`_theta`, then :func:`_clip`."""
     n, G = Z.shape
     if (A.shape != Z.shape or V.shape != Z.shape or c.size != G or load.size != G
             or work.shape[0] < WORK_ROWS or work.shape[1] != G):
@@ -240,11 +176,7 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
     for g in range(G):
         over |= s0[g] > c[g]
     if over:
-        if sized and n <= 4:
-            th = work[1]
-            _theta_sized(Z, A, c, s0, th)
-        else:
-            th = _theta(Z, A, c, s0)
+        th = _theta(Z, A, c, s0)
         _clip(Z, A, c, V, load, th, s0)  # s0 is spent: it holds the clips' totals
         return
     for i in range(n):
@@ -258,7 +190,7 @@ def project_block(Z: np.ndarray, A: np.ndarray, c: np.ndarray, V: np.ndarray, lo
 def _project_columns(zt: np.ndarray, at: np.ndarray, c: np.ndarray) -> np.ndarray:
     n, n_groups = zt.shape
     out, load = np.empty((n, n_groups)), np.empty(n_groups)
-    project_block(zt, at, c, out, load, np.empty((WORK_ROWS, n_groups)), False)
+    project_block(zt, at, c, out, load, np.empty((WORK_ROWS, n_groups)))
     return out
 
 

@@ -384,3 +384,25 @@ def test_ogasched_oco_plays_the_same_sequence_in_both_protocols(seed, kw):
     assert np.abs(y_rev).sum() > 0  # it does learn something to compare
     np.testing.assert_array_equal(y_hid, y_rev)
     np.testing.assert_array_equal(r_hid, r_rev)
+
+
+@pytest.mark.parametrize("name", [*CLASSICAL, "fixed-price", "myopic-opt"])
+def test_every_agent_plays_the_whole_cluster(name):
+    """Every node of the shipped trace (1,523 instances, 10,822 channels): a few slots of each
+    agent in the mode it plays in, its allocation in Y at every step (the classical agents'
+    own allocation up to float32 rounding, before the projection). The whole episode's
+    figures are in docs/gain-overhead.md (benchmarks/go_whole_cluster.py)."""
+    from schedgym.agents.registry import play_kwargs
+
+    env = FeasibilityCheck(
+        gym.make(ENV_ID, scenario="alibaba-gpu-2023", n_instances="all", split="test",
+                 horizon=3, **play_kwargs(name, ENV_ID)),
+        masked=name in MASKING, max_move=None if name in ("random", "fixed-price") else 1e-5)
+    assert env.unwrapped.instance.n_instances == 1523
+    agent = agents.make(name, env)
+    obs, _ = env.reset(seed=1)
+    done = False
+    while not done:
+        obs, _, term, trunc, _ = env.step(agent.predict(obs)[0])
+        done = term or trunc
+    assert env.steps == 3

@@ -225,8 +225,8 @@ def test_wrong_sizes_are_refused_before_the_kernel_runs():
         project_capped_simplex(z.T, a[:2].T, c)
     V, load = np.empty((3, 5)), np.empty(5)
     with pytest.raises(ValueError, match="project_block"):
-        project_block(z, a, c[:4], V, load, np.empty((WORK_ROWS, 5)), False)
+        project_block(z, a, c[:4], V, load, np.empty((WORK_ROWS, 5)))
     with pytest.raises(ValueError, match="project_block"):
-        project_block(z, a, c, V, load, np.empty((WORK_ROWS, 4)), False)
-    project_block(z, a, c, V, load, np.empty((WORK_ROWS, 5)), False)
+        project_block(z, a, c, V, load, np.empty((WORK_ROWS, 4)))
+    project_block(z, a, c, V, load, np.empty((WORK_ROWS, 5)))
     assert np.allclose(load, 1.0)

@@ -16,8 +16,8 @@ from schedgym.core import projection
 from schedgym.core.projection import project_block
 from tests.core.test_projection_reference import (
     _g,
+    _theta_bracket,
     _theta_first_segment,
-    _theta_small,
     reference_group,
 )
 
@@ -30,7 +30,7 @@ def _solve_block(z: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple[np.ndarra
     """``project_block`` on columns ``(n, G)``: the projection and the loads."""
     z, a, c = (np.ascontiguousarray(x, dtype=np.float64) for x in (z, a, c))
     V, load = np.empty_like(z), np.empty(z.shape[1])
-    project_block(z, a, c, V, load, np.empty((projection.WORK_ROWS, z.shape[1])), False)
+    project_block(z, a, c, V, load, np.empty((projection.WORK_ROWS, z.shape[1])))
     return V, load
 
 
@@ -93,7 +93,7 @@ def _rescaled(z: np.ndarray, a: np.ndarray, c: float) -> bool:
     if s0 <= c:
         return False
     theta = _theta_first_segment(z_, a_, float(c), s0)
-    theta = theta if theta >= 0.0 else _theta_small(z_, a_, float(c), s0)
+    theta = theta if theta >= 0.0 else _theta_bracket(z_, a_, float(c), s0)
     return _g(z_, a_, theta) > c
 
 

@@ -46,7 +46,7 @@ def _theta_first_segment(z, a, c, g0):
     return theta if theta <= first else -1.0
 
 
-def _theta_small(z, a, c, g0):
+def _theta_bracket(z, a, c, g0):
     n = len(z)
     lo, glo, hi, ghi = 0.0, g0, math.inf, -math.inf
     for j in range(2 * n):
@@ -72,7 +72,7 @@ def reference_group(z, a, c):
         return v
     theta = _theta_first_segment(z, a, c, s0)
     if theta < 0.0:
-        theta = _theta_small(z, a, c, s0)
+        theta = _theta_bracket(z, a, c, s0)
     v = [min(max(zi - theta, 0.0), ai) for zi, ai in zip(z, a, strict=True)]
     tot = 0.0
     for vi in v:
@@ -127,21 +127,20 @@ def test_block_kernel_equals_the_per_group_reference_on_paper_default(paper_env)
         assert dynamics.is_feasible(inst, got)
 
 
-def test_the_vector_envs_step_projects_as_the_reference(paper_env):
-    """The native vector env's step (``step_batch(..., sized=True)``: the theta search compiled
-    per block size) projects every point as the per-group reference does, and gives the bits of
-    the single env's step (one compiled version for every size) in all its outputs."""
+def test_a_batch_step_projects_as_the_reference(paper_env):
+    """The step of a batch (``step_batch``, the native vector env's) projects every point as
+    the per-group reference does, and gives each copy the bits of its own batch of one (the
+    single env's step) in all its outputs."""
     inst = paper_env.instance
     points = _paper_points(paper_env)
     z = np.stack(points).reshape(len(points), -1)
     x = np.tile(paper_env.arrivals[0].astype(np.float64), (len(points), 1))
-    rows = np.arange(len(points))
-    sized = dynamics.step_batch(inst, z, rows, x, False, sized=True)
-    one = dynamics.step_batch(inst, z, rows, x, False)
-    for got, want in zip(sized, one, strict=True):
-        np.testing.assert_array_equal(got, want)
-    for y, p in zip(sized[1], points, strict=True):
-        np.testing.assert_array_equal(y, reference_grouped(inst, p))
+    batch = dynamics.step_batch(inst, z, np.arange(len(points)), x, False)
+    for c, p in enumerate(points):
+        one = dynamics.step_batch(inst, z, np.array([c]), x[c:c + 1], False)
+        for got, want in zip(batch[1:], one[1:], strict=True):
+            np.testing.assert_array_equal(got[c], want[0])
+        np.testing.assert_array_equal(batch[1][c], reference_grouped(inst, p))
 
 
 @pytest.mark.parametrize("n_max", [1, 2, 3, 4, 7, 16, 21])

@@ -16,10 +16,9 @@ The compiled kernels (numba, ``cache=True``): the projection (:func:`_project_bl
 :func:`~schedgym.core.projection.project_block` per block), the reward (:func:`_score`), the
 supergradient (:func:`_supergradient_kernel`) and :func:`_step_body`, the step of the env and of
 the vector env in one call: decode, projection, reward, utilization of every copy (one copy is a
-batch of one, so both give the same bits), compiled as :func:`_step_rows` (one theta search for
-every block size) and, for the native vector env only, :func:`_step_rows_sized` (with the
-searches compiled per block size: the same bits). Every sum runs in one fixed order with plain loops
-(no BLAS), so a step gives the same bits in every process on one machine.
+batch of one, so both give the same bits), compiled once as :func:`_step_rows`. Every sum runs
+in one fixed order with plain loops (no BLAS), so a step gives the same bits in every process on
+one machine.
 
 Every public function checks the shapes and dtypes of its arrays (:func:`_vector`) before a
 kernel runs: the kernels index without bounds checks.
@@ -37,10 +36,17 @@ import numpy as np
 from schedgym.core.envbase import first_nonfinite_index
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
 from schedgym.core.utilities import map_flat, map_flat_into
-from schedgym.envs.gain_overhead.types import GainOverheadInstance
+from schedgym.envs.gain_overhead.types import GainOverheadInstance, ProjectionPlan
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6
+
+#: The columns of a step's ``stats`` (:func:`step_batch` ``(n, 5)``, :func:`step_one` ``(5,)``),
+#: in this order (:data:`STATS_FIELDS`): the projection's Euclidean distance (resource units),
+#: the gain and the penalty (reward units), the action's clip amount, and the sum of the
+#: utilization ``(R K,)`` in numpy's pairwise order (``info["utilization"]``'s numerator).
+STAT_DISTANCE, STAT_GAIN, STAT_PENALTY, STAT_CLIP, STAT_USED = range(5)
+STATS_FIELDS: tuple[str, ...] = ("distance", "gain", "penalty", "clip", "used")
 
 
 def _vector(name: str, arr: Any, shape: tuple[int, ...], dtypes: tuple[type, ...] = (np.float64,),
@@ -136,14 +142,15 @@ def _score(lin: bool, v: np.ndarray, f: np.ndarray, z: np.ndarray, y: np.ndarray
 
 def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> RewardParts:
     """Reward, gain and penalty of allocation ``y`` (E, K) against arrivals ``x`` (L,)."""
-    k = inst.kernel_arrays
+    arrays = inst.kernel_arrays
     xx = _vector("x", x, (inst.n_types,))
     yf = _vector("y", y, (inst.n_edges, inst.n_resources)).reshape(-1)
-    f = map_flat(False, k.codes.reshape(-1), k.alpha.reshape(-1), yf, k.reciprocal_scale)
+    f = map_flat(False, arrays.codes.reshape(-1), arrays.alpha.reshape(-1), yf,
+                 arrays.reciprocal_scale)
     parts = np.empty((3, inst.n_types))
     gain, penalty, _ = _score(False, yf, f, yf, np.empty(yf.size), xx, parts,
-                              np.arange(inst.n_edges) * inst.n_resources, k.type_starts, k.beta,
-                              np.empty(inst.n_resources))
+                              np.arange(inst.n_edges) * inst.n_resources, arrays.type_starts,
+                              arrays.beta, np.empty(inst.n_resources))
     return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
                        parts[2].astype(np.int64))
 
@@ -188,22 +195,22 @@ def supergradient(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> n
     ``dq/dy_(l,r)^k = x_l (f_r^k'(y) - beta_k 1{k == k*_l})`` with ``k*_l`` the lowest-index
     maximiser of ``beta_k Y_l^k`` (applied to every channel of type ``l``).
     """
-    k = inst.kernel_arrays
+    arrays = inst.kernel_arrays
     return _supergradient_kernel(
         _vector("x", x, (inst.n_types,)), _vector("y", y, (inst.n_edges, inst.n_resources)),
-        k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, 0.0, False)
+        arrays.codes, arrays.alpha, arrays.reciprocal_scale, arrays.type_starts, arrays.beta,
+        0.0, False)
 
 
 @numba.njit(cache=True, inline="always")
-def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb: np.ndarray,
-                    work: np.ndarray, sized: bool) -> None:
+def _project_blocks(zb: np.ndarray, plan: ProjectionPlan, n_res: int, vb: np.ndarray,
+                    lb: np.ndarray, work: np.ndarray) -> None:
     """Exact projection of the block buffer ``zb`` ``(E K,)`` into ``vb``, block by block
     (:func:`~schedgym.core.projection.project_block`: the groups of the instances with ``n``
     channels are the columns of one ``(n, G_n)`` block, ``G_n`` = their number times ``K =
     n_res``); ``lb`` ``(sum_n G_n,)`` gets the loads of the block columns; ``work``: scratch of
-    ``WORK_ROWS`` times the largest block's columns; ``sized``: ``project_block``'s (a
-    constant)."""
-    per_size, caps, capacity = plan[2], plan[3], plan[4]
+    ``WORK_ROWS`` times the largest block's columns."""
+    per_size, caps, capacity = plan.per_size, plan.caps, plan.capacity
     at, at_g = 0, 0
     for n in range(1, per_size.size):
         n_groups = per_size[n] * n_res
@@ -212,7 +219,7 @@ def _project_blocks(zb: np.ndarray, plan: tuple, n_res: int, vb: np.ndarray, lb:
         end, end_g = at + n * n_groups, at_g + n_groups
         project_block(zb[at:end].reshape((n, n_groups)), caps[at:end].reshape((n, n_groups)),
                       capacity[at_g:end_g], vb[at:end].reshape((n, n_groups)), lb[at_g:end_g],
-                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)), sized)
+                      work[:WORK_ROWS * n_groups].reshape((WORK_ROWS, n_groups)))
         at, at_g = end, end_g
 
 
@@ -228,22 +235,22 @@ def _spread_load(lb: np.ndarray, groups: np.ndarray, load: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, inline="always")
-def _project_slots(z: np.ndarray, plan: tuple, y: np.ndarray, load: np.ndarray) -> None:
+def _project_slots(z: np.ndarray, plan: ProjectionPlan, y: np.ndarray, load: np.ndarray) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
-    ``plan``: the instance's :class:`~.types.ProjectionPlan` as a tuple of its writable copies
+    ``plan``: the instance's :class:`~.types.ProjectionPlan` with writable copies of its arrays
     (``kernel_arrays.plan``). ``z`` is gathered into the plan's block buffer, projected block by
     block, and scattered back."""
-    entries, n_cols = plan[0], plan[4].size
+    entries, n_cols = plan.entries, plan.capacity.size
     size = entries.size
     zf, yf = z.reshape(-1), y.reshape(-1)
     zb, vb, lb = np.empty(size), np.empty(size), np.empty(n_cols)
     for p in range(size):
         zb[p] = zf[entries[p]]
-    _project_blocks(zb, plan, z.shape[1], vb, lb, np.empty(WORK_ROWS * n_cols), False)
+    _project_blocks(zb, plan, z.shape[1], vb, lb, np.empty(WORK_ROWS * n_cols))
     for p in range(size):
         yf[entries[p]] = vb[p]
-    _spread_load(lb, plan[1], load.reshape(-1))
+    _spread_load(lb, plan.groups, load.reshape(-1))
 
 
 def project_grouped(
@@ -278,7 +285,7 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
 @numba.njit(cache=True)
 def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
                    alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
-                   plan: tuple, n_inst: int) -> np.ndarray:
+                   plan: ProjectionPlan, n_inst: int) -> np.ndarray:
     z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta, eta, True)
     out, load = np.empty(y.shape), np.empty((n_inst, y.shape[1]))
     _project_slots(z, plan, out, load)
@@ -289,11 +296,11 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
                 ) -> np.ndarray:
     """OgaSched's update ``Pi_Y(y + eta * grad_q(x, y))`` (spec ogasched (31)-(32)) with the
     exact projection, in one compiled call; ``y`` ``(E, K)``, ``eta`` > 0."""
-    k = inst.kernel_arrays
+    arrays = inst.kernel_arrays
     return _ascent_kernel(
         _vector("x", x, (inst.n_types,)), _vector("y", y, (inst.n_edges, inst.n_resources)),
-        float(eta), k.codes, k.alpha, k.reciprocal_scale, k.type_starts, k.beta, k.plan,
-        inst.n_instances)
+        float(eta), arrays.codes, arrays.alpha, arrays.reciprocal_scale, arrays.type_starts,
+        arrays.beta, arrays.plan, inst.n_instances)
 
 
 def all_finite(a: np.ndarray) -> bool:
@@ -405,10 +412,10 @@ def _decode_rows(a: np.ndarray, rows: np.ndarray, upper: np.ndarray, z: np.ndarr
 
 
 @numba.njit(cache=True, inline="always")
-def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
-               codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
+def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: ProjectionPlan,
+               inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
                type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
-               util32: np.ndarray, stats: np.ndarray, sized: bool) -> None:
+               util32: np.ndarray, stats: np.ndarray) -> None:
     """The step of ``n = rows.size`` copies; copy ``c`` plays the target ``a[rows[c]]`` ``(E
     K,)`` (float64, resource units: a decoded action or a learnable mode's target). Each
     copy's target is gathered into the plan's block layout, projected onto Y
@@ -419,10 +426,10 @@ def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
 
     Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``, and
     ``stats[c, :3]`` = (projection distance, gain, penalty). One copy gives the same bits alone
-    as in a batch, and ``sized`` (``project_block``'s, a constant) changes no bit either."""
+    as in a batch."""
     n, n_res = rows.size, beta.size
-    entries, edge_start = plan[0], plan[5]
-    size, n_cols = entries.size, plan[4].size
+    entries, edge_start = plan.entries, plan.edge_start
+    size, n_cols = entries.size, plan.capacity.size
     zb, vb, fb, lb = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
     work = np.empty(WORK_ROWS * n_cols)
     parts, tot = np.empty((3, type_starts.size)), np.empty(n_res)
@@ -433,46 +440,32 @@ def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_
         target = a[rows[c]]
         for p in range(size):  # into the plan's block layout
             zb[p] = target[entries[p]]
-        _project_blocks(zb, plan, n_res, vb, lb, work, sized)
+        _project_blocks(zb, plan, n_res, vb, lb, work)
         if not lin:
             map_flat_into(False, codes, alpha, vb, s, fb)
         gain, penalty, dist = _score(lin, vb, fb, zb, y[c], x[c], parts, edge_start,
                                      type_starts, beta, tot)
-        stats[c, 0], stats[c, 1], stats[c, 2] = np.sqrt(dist), gain, penalty
-        _utilization(lb, plan[1], inv_cap, util[c], util32[c])
+        stats[c, STAT_DISTANCE], stats[c, STAT_GAIN] = np.sqrt(dist), gain
+        stats[c, STAT_PENALTY] = penalty
+        _utilization(lb, plan.groups, inv_cap, util[c], util32[c])
 
 
 @numba.njit(cache=True)
-def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple, inv_cap: np.ndarray,
-               codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
+def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: ProjectionPlan,
+               inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
                type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
                util32: np.ndarray, stats: np.ndarray) -> None:
-    """:func:`_step_body` with one compiled projection for every block size: the single env's
-    step (and a small batch's)."""
+    """:func:`_step_body`, compiled: the step of the single env and of the native vector env."""
     _step_body(a, rows, x, plan, inv_cap, codes, alpha, lin, s, type_starts, beta, y, util,
-               util32, stats, False)
-
-
-@numba.njit(cache=True)
-def _step_rows_sized(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: tuple,
-                     inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray, lin: bool,
-                     s: float, type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray,
-                     util: np.ndarray, util32: np.ndarray, stats: np.ndarray) -> None:
-    """:func:`_step_body` with the projection compiled per block size: the native vector env's
-    step (compiled on its first use only)."""
-    _step_body(a, rows, x, plan, inv_cap, codes, alpha, lin, s, type_starts, beta, y, util,
-               util32, stats, True)
+               util32, stats)
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
-               decode: bool, sized: bool = False
-               ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One step of ``len(rows)`` copies in one compiled call (:func:`_step_rows`): copy ``c``
     acts with ``a[rows[c]]`` (``a``: ``(M, E K)``; with ``decode`` ``"allocation"``-mode
     actions, float32 or float64, else float64 targets in resource units) against arrivals
-    ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: integer indices in ``[0, M)``. ``sized``:
-    the projection compiled per block size (:func:`_step_rows_sized`; faster for a large
-    batch, compiled on its first use), the same bits.
+    ``x[c]`` (``x``: ``(len(rows), L)``). ``rows``: integer indices in ``[0, M)``.
 
     Returns ``(bad, y (n, E, K), utilization (n, R K), its float32 copy, stats (n, 5))`` with
     ``stats`` = (projection distance, gain, penalty, clip amount, utilization sum in numpy's
@@ -493,34 +486,32 @@ def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: n
         raise ValueError(f"rows has entries in [{rr.min()}, {rr.max()}]: must lie in "
                          f"[0, {aa.shape[0]}) (the rows of a)")
     return _run(inst, aa, _vector("rows", rr, (n,), (np.int64,)),
-                _vector("x", x, (n, inst.n_types)), bool(decode), bool(sized))
+                _vector("x", x, (n, inst.n_types)), bool(decode))
 
 
 def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
-         decode: bool, sized: bool = False
-         ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+         decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The step on arguments already checked (:func:`step_batch`, :func:`step_one`): ``a``
     ``(M, E K)`` (float64, or float32 actions with ``decode``), ``rows`` int64 in ``[0, M)``,
     ``x`` float64 ``(n, L)``, all C-contiguous. With ``decode`` the acting rows are decoded
     first (:func:`_decode_rows`), then every copy's target is projected and scored
-    (:func:`_step_rows`, or with ``sized`` :func:`_step_rows_sized`)."""
-    k, n = inst.kernel_arrays, rows.size
+    (:func:`_step_rows`)."""
+    arrays, n = inst.kernel_arrays, rows.size
     E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
     y, util = np.empty((n, E, K)), np.empty((n, RK))
-    util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, 5))
+    util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, len(STATS_FIELDS)))
     if decode:
-        targets, clip = np.empty((n, E * K)), stats[:, 3].copy()
-        bad = _decode_rows(a, rows, k.caps, targets, clip)
+        targets, clip = np.empty((n, E * K)), stats[:, STAT_CLIP].copy()
+        bad = _decode_rows(a, rows, arrays.caps, targets, clip)
         if bad >= 0:
             return bad, y, util, util32, stats
         a, rows = targets, np.arange(n)
-    step = _step_rows_sized if sized else _step_rows
-    step(a, rows, x, k.plan, k.inverse_capacities.reshape(-1), k.block_codes, k.block_alpha,
-         k.all_linear, k.reciprocal_scale, k.type_starts, k.beta, y.reshape(n, E * K), util,
-         util32, stats)
-    stats[:, 3] = clip if decode else 0.0
+    _step_rows(a, rows, x, arrays.plan, arrays.inverse_capacities.reshape(-1),
+               arrays.block_codes, arrays.block_alpha, arrays.all_linear, arrays.reciprocal_scale,
+               arrays.type_starts, arrays.beta, y.reshape(n, E * K), util, util32, stats)
+    stats[:, STAT_CLIP] = clip if decode else 0.0
     # numpy's own sum of each row (its pairwise order): info["utilization"]'s numerator
-    np.add.reduce(util, axis=1, out=stats[:, 4])
+    np.add.reduce(util, axis=1, out=stats[:, STAT_USED])
     return -1, y, util, util32, stats
 
 
@@ -535,8 +526,8 @@ def score_batch(inst: GainOverheadInstance, z: np.ndarray, x: np.ndarray) -> Bat
     n = zz.shape[0]
     xx = _vector("x", x, (n, inst.n_types))
     _, y, util, _, stats = step_batch(inst, zz.reshape(n, E * K), np.arange(n), xx, False)
-    return BatchOutcome(y, util.reshape(n, inst.n_instances, K), stats[:, 0], stats[:, 1],
-                        stats[:, 2])
+    return BatchOutcome(y, util.reshape(n, inst.n_instances, K), stats[:, STAT_DISTANCE],
+                        stats[:, STAT_GAIN], stats[:, STAT_PENALTY])
 
 
 #: :func:`step_one`'s row of the action: a batch of one.

@@ -26,7 +26,6 @@ from schedgym.core.envbase import (
     unit_box,
     validate_action,
 )
-from schedgym.core.graph import reachable_capacity
 from schedgym.core.validation import check_bool, check_choice, check_float
 from schedgym.envs.gain_overhead import actions, dynamics, entities, viewer
 from schedgym.envs.gain_overhead.generator import SCENARIOS, generate, validate_params
@@ -53,9 +52,10 @@ MEMORY_LIMIT_MB = 4096.0
 def memory_estimate(n_types: int, n_instances: int, n_resources: int, horizon: int,
                     n_edges: int) -> float:
     """Rough peak memory (bytes) of an env of these sizes: the pre-drawn arrivals ``(T, L)``,
-    the generator's dense ``(L, R)`` graph and about 16 float64 ``(E, K)`` working arrays
-    (instance caches, action, projection). Used to refuse configurations a machine cannot hold."""
-    return float(16 * horizon * n_types + 2 * n_types * n_instances
+    the graph's int64 edge list ``(E, 2)``, about 16 float64 ``(E, K)`` working arrays
+    (instance caches, action, projection) and 8 ``(R, K)`` ones. Linear in every size (nothing
+    is dense in ``L x R``). Used to refuse configurations a machine cannot hold."""
+    return float(16 * horizon * n_types + 16 * n_edges
                  + 8 * 16 * n_edges * n_resources + 8 * 8 * n_instances * n_resources)
 
 
@@ -95,7 +95,7 @@ def instance_features(inst: GainOverheadInstance) -> np.ndarray:
     the type's instances whose utility family for ``k`` is linear. Then per resource:
     ``beta_k / (1 + beta_k)``. Sizes depend only on ``L`` and ``K``, never on the instance seed.
     """
-    reach = reachable_capacity(inst.mask, inst.capacities)  # (L, K)
+    reach = inst.reachable_capacity  # (L, K)
     req = inst.requests
     share = np.divide(req, req + reach, out=np.zeros_like(req), where=(req + reach) > 0)
     deg = np.diff(np.r_[inst.type_starts, inst.n_edges])[:, None]
@@ -198,7 +198,8 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     instance_features=False, memory_limit_mb=4096, obs_mode="flat", **overrides)``.
     Scenarios: ``paper-default``, ``paper-headline``, ``large-scale`` and the trace-driven
     ``alibaba-gpu-2023`` (:mod:`.trace`, which adds ``slot_seconds``, ``constraints``,
-    ``degree_cap``, ``time_window`` and ``trace``). Overrides (:class:`GainOverheadParams`):
+    ``degree_cap``, ``split``, ``time_window`` and ``trace``; ``n_instances="all"``: every
+    node). Overrides (:class:`GainOverheadParams`):
 
     ====================  ============  =========================================================
     parameter             default       allowed
@@ -278,7 +279,10 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         instance, raw, sampler, source = self._setup(
             render_mode, instance_seed, scenario, SCENARIOS, overrides, instance,
             GainOverheadInstance, _CheckedGenerator(limit))
-        # The utility assignment lives in the instance; the sizes come from it.
+        # The utility assignment lives in the instance; the sizes come from it. A trace
+        # scenario's default horizon (None) is its sampler's episode length.
+        if raw.get("horizon") is None and sampler is not None:
+            raw = {**raw, "horizon": getattr(sampler, "horizon", None)}
         params = validate_params({**raw, "n_types": instance.n_types,
                                   "n_instances": instance.n_instances,
                                   "n_resources": instance.n_resources,
@@ -403,9 +407,36 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             return self._entities.encode(obs)
         return obs
 
-    # ------------------------------------------- state shared with the native vector env
-    # GainOverheadVectorEnv keeps every copy's episode in its own batch arrays and steps them
-    # all at once; these two methods are the only way it touches a copy's state.
+    # ------------------------------------------- what the native vector env reads
+    # GainOverheadVectorEnv (:mod:`.vector`) builds its batch from one of these envs (its
+    # template) and reads it only through the four read-only properties below; it keeps every
+    # copy's episode in its own batch arrays and steps them all at once, and the two methods
+    # after them are the only way it touches a copy's state.
+    @property
+    def flat_space(self) -> spaces.Dict:
+        """The flat observation's ``Dict`` space (``arrivals``, ``utilization``, ``progress``
+        and, with ``instance_features=True``, ``instance``), whatever ``obs_mode`` is: the
+        vector env assembles the flat observation in its key order."""
+        return self._flat_space
+
+    @property
+    def entity_encoder(self) -> entities.EntityEncoder | None:
+        """The encoder of the entity observation (``obs_mode="entities"``), else ``None``; its
+        ``encode_batch`` turns a batch of flat observations into entity observations."""
+        return self._entities
+
+    @property
+    def instance_feature_values(self) -> np.ndarray | None:
+        """The ``instance`` observation entry (float32 ``(3 L K + K,)``, the same in every slot:
+        :func:`instance_features`) with ``instance_features=True``, else ``None``. Read-only."""
+        return readonly_view(self._features) if self.instance_features else None
+
+    @property
+    def price_ceiling(self) -> np.ndarray:
+        """The ``prices`` decoder's ceiling ``pmax`` ``(L, K)`` (:func:`.actions.price_ceiling`,
+        the price at which no channel of the type asks for anything). Read-only."""
+        return readonly_view(self._ceiling)
+
     def share_arrivals(self, row: np.ndarray) -> None:
         """Copy this episode's arrivals ``(T, L)`` into ``row`` and use ``row`` as the episode's
         arrival table from now on (the batch owns the storage; the values are unchanged)."""
@@ -457,9 +488,9 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
             a, clip = clip_unit(validate_action(action, self._n_action))
             bad, y, util, util32, stats = dynamics.step_one(self.instance,
                                                             self._target(a).reshape(-1), x, False)
-            stats[3] = clip
+            stats[dynamics.STAT_CLIP] = clip
         # the float32 observation and np.add.reduce(util)'s bits come from the same call
-        dist, gain, penalty, clip, used = stats.tolist()
+        dist, gain, penalty, clip, used = stats.tolist()  # dynamics.STATS_FIELDS
         self._util = util
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {

@@ -56,7 +56,8 @@ def validate_params(params: Mapping[str, Any] | GainOverheadParams) -> GainOverh
 
 def _random_graph(rng: np.random.Generator, L: int, R: int, choices: tuple[int, ...]) -> np.ndarray:
     """Each instance draws ``|L_r|`` from ``choices`` and that many distinct types; re-draw until
-    every type has an instance (OgaSched §6.1)."""
+    every type has an instance (OgaSched §6.1). Returns the edges ``(E, 2)`` in lexicographic
+    ``(l, r)`` order, built from the draws alone (``O(E)`` memory: no dense ``(L, R)`` mask)."""
     if max(min(d, L) for d in choices) * R < L:
         raise ValueError(
             f"n_types={L} cannot be covered by n_instances={R} with degrees {choices}: "
@@ -64,11 +65,11 @@ def _random_graph(rng: np.random.Generator, L: int, R: int, choices: tuple[int, 
         )
     for _ in range(1000):
         deg = np.minimum(rng.choice(np.asarray(choices), size=R), L)
-        mask = np.zeros((L, R), dtype=bool)
-        for r in range(R):
-            mask[rng.choice(L, size=deg[r], replace=False), r] = True
-        if mask.any(axis=1).all():
-            return np.argwhere(mask)  # row-major => lexicographic (l, r)
+        types = np.concatenate([rng.choice(L, size=deg[r], replace=False) for r in range(R)])
+        if np.bincount(types, minlength=L).all():
+            instances = np.repeat(np.arange(R, dtype=np.int64), deg)
+            order = np.lexsort((instances, types))
+            return np.stack([types[order], instances[order]], axis=1).astype(np.int64)
     raise ValueError(
         f"could not draw a graph covering all n_types={L} with n_instances={R} and degrees "
         f"{choices} in 1000 tries: raise n_instances or the degrees"

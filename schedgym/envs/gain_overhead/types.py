@@ -111,7 +111,8 @@ class KernelArrays(NamedTuple):
     (read-only) attributes instead.
 
     Attributes:
-        plan: the :class:`ProjectionPlan`'s six arrays, as a plain tuple.
+        plan: the :class:`ProjectionPlan` with writable copies of its arrays (the kernels read
+            its fields by name: numba types a named tuple of arrays by its fields).
         inverse_capacities: ``(R, K)``. codes, alpha: ``(E, K)`` utility codes and parameters.
         reciprocal_scale: ``s``. type_starts: ``(L,)``. beta: ``(K,)``.
         block_codes, block_alpha: ``codes`` and ``alpha`` flat in the projection plan's block
@@ -121,7 +122,7 @@ class KernelArrays(NamedTuple):
         caps: ``(E K,)`` the per-channel caps ``a_l^k`` row-major (the allocation decode's).
     """
 
-    plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    plan: ProjectionPlan
     inverse_capacities: np.ndarray
     codes: np.ndarray
     alpha: np.ndarray
@@ -257,6 +258,15 @@ class GainOverheadInstance:
         return _readonly(np.searchsorted(self.edge_type, np.arange(self.n_types)))
 
     @cached_property
+    def reachable_capacity(self) -> np.ndarray:
+        """float ``(L, K)``: ``sum_{r in R_l} c_r^k``, the capacity each type can reach, summed
+        over the type's channels in instance order (``O(E K)``, no dense ``(L, R)`` mask; the
+        same bits as :func:`schedgym.core.graph.reachable_capacity` on :attr:`mask`, whose
+        zeros at the non-edges change no sum)."""
+        return _readonly(np.add.reduceat(self.capacities[self.edge_instance], self.type_starts,
+                                         axis=0))
+
+    @cached_property
     def instance_slots(self) -> np.ndarray:
         """int ``(R, D)``: edge indices of each instance padded with ``-1`` (D = max ``|L_r|``).
 
@@ -283,8 +293,7 @@ class GainOverheadInstance:
         """Writable copies of the arrays the compiled step reads (see :class:`KernelArrays`);
         internal to :mod:`.dynamics`."""
         p = self.projection_plan
-        return KernelArrays((np.array(p.entries), np.array(p.groups), np.array(p.per_size),
-                             np.array(p.caps), np.array(p.capacity), np.array(p.edge_start)),
+        return KernelArrays(ProjectionPlan(*(np.array(field) for field in p)),
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),

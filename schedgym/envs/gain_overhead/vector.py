@@ -29,7 +29,7 @@ L)`` with a zero row before and after, whose middle rows the copies' ``_arrivals
 the step of all copies is one compiled call, :func:`.dynamics.step_batch` (the single env's
 step for a batch: the ``"allocation"`` decode with its finite check, the projection, the reward
 and the float32 utilization with its sum; float32 actions are read as they are; the learnable
-modes check and clip the batch first (:mod:`.fastpath`), decode with
+modes check and clip the batch first (:mod:`.batch_actions`), decode with
 :func:`.actions.decode_batch` and pass the targets), and the observations are a few array
 operations over all copies.
 ``envs`` and ``render()`` bring the copies' slot and utilization up to date before handing them
@@ -47,7 +47,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from schedgym.core.validation import check_int
-from schedgym.envs.gain_overhead import actions, dynamics, fastpath
+from schedgym.envs.gain_overhead import actions, batch_actions, dynamics
 from schedgym.envs.gain_overhead.env import GainOverheadEnv
 
 #: The per-copy info keys of a step (each with its ``_key`` mask).
@@ -102,10 +102,11 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._util = np.zeros((self.num_envs, inst.n_instances * inst.n_resources))
         #: ``_util`` as float32: the next observation's (a new array each step and reset).
         self._util32 = np.zeros(self._util.shape, dtype=np.float32)
-        self._features = getattr(first, "_features", None)
-        self._obs_keys: tuple[str, ...] = tuple(first._flat_space.keys())
+        self._features = first.instance_feature_values
+        self._obs_keys: tuple[str, ...] = tuple(first.flat_space.keys())
         #: The single env's entity encoder (``obs_mode="entities"``), else None.
-        self._entities = first._entities
+        self._entities = first.entity_encoder
+        self._ceiling = first.price_ceiling
         self._needs_reset = True
 
     @property
@@ -192,7 +193,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         ignored, as ``SyncVectorEnv`` ignores that action)."""
         if dynamics.all_finite(a):
             return
-        bad = int(fastpath.first_nonfinite(a, live))
+        bad = int(batch_actions.first_nonfinite(a, live))
         if bad >= 0:
             i, j = divmod(bad, self._n_action)
             raise ValueError(f"actions contains a non-finite entry (env {i}, index {j}: "
@@ -228,24 +229,24 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         """Step the copies ``live`` with actions ``a[live]`` against their arrivals ``x``: the
         single env's decode of its mode (inside the step kernel in the ``"allocation"`` mode,
         :func:`.actions.decode_batch` in the learnable ones), then the projection and score of
-        all of them in one compiled call (:func:`.dynamics.step_batch`, its projection compiled
-        per block size); returns ``(y, utilization, its float32 copy, stats)`` as that function
+        all of them in one compiled call (:func:`.dynamics.step_batch`, the single env's
+        kernel); returns ``(y, utilization, its float32 copy, stats)`` as that function
         does. Raises ``ValueError`` for a NaN/inf entry (the ``"allocation"`` decode checks in
         its own pass)."""
         inst = self.instance
         if self.action_mode == "allocation":
-            bad, y, util, util32, stats = dynamics.step_batch(inst, a, live, x, True, sized=True)
+            bad, y, util, util32, stats = dynamics.step_batch(inst, a, live, x, True)
             if bad >= 0:
                 self._check_finite(a, live)  # raises, naming the first bad entry
             return y, util, util32, stats
         self._check_finite(a, live)
         clipped, clip = np.empty((live.size, self._n_action)), np.empty(live.size)
-        fastpath.clip_rows(a, live, clipped, clip)
+        batch_actions.clip_rows(a, live, clipped, clip)
         served = x > 0 if self.arrivals_protocol == "revealed" else None  # observed = x(t)
-        z = actions.decode_batch(inst, self.action_mode, clipped, self._envs[0]._ceiling, served)
+        z = actions.decode_batch(inst, self.action_mode, clipped, self._ceiling, served)
         _, y, util, util32, stats = dynamics.step_batch(
-            inst, z.reshape(live.size, -1), np.arange(live.size), x, False, sized=True)
-        stats[:, 3] = clip
+            inst, z.reshape(live.size, -1), np.arange(live.size), x, False)
+        stats[:, dynamics.STAT_CLIP] = clip
         return y, util, util32, stats
 
     def _step_every(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -262,14 +263,15 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
                                               self._info_values(y, x, stats, slots), masks,
                                               strict=True):
             infos[key], infos[mask_key] = value, mask
-        return stats[:, 1] - stats[:, 2], self._t >= self.horizon, infos
+        return _reward(stats), self._t >= self.horizon, infos
 
     def _info_values(self, y: np.ndarray, x: np.ndarray, stats: np.ndarray, slots: np.ndarray
                      ) -> tuple[np.ndarray, ...]:
         """The stepped copies' info values in :data:`STEP_INFO_KEYS` order, from the outputs
         of :meth:`_score` (``stats`` columns: distance, gain, penalty, clip, utilization sum)."""
-        return (stats[:, 1], stats[:, 2], y, x, stats[:, 0], stats[:, 3],
-                stats[:, 4] / self._n_pos, slots)
+        return (stats[:, dynamics.STAT_GAIN], stats[:, dynamics.STAT_PENALTY], y, x,
+                stats[:, dynamics.STAT_DISTANCE], stats[:, dynamics.STAT_CLIP],
+                stats[:, dynamics.STAT_USED] / self._n_pos, slots)
 
     def _step_live(self, live: np.ndarray, a: np.ndarray, rewards: np.ndarray,
                    truncated: np.ndarray) -> dict[str, Any]:
@@ -283,7 +285,7 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
         self._t[live] = slots + 1
         self._util[live] = util
         truncated[live] = slots + 1 >= self.horizon
-        rewards[live] = stats[:, 1] - stats[:, 2]
+        rewards[live] = _reward(stats)
         mask = np.zeros(N, dtype=bool)
         mask[live] = True
         infos: dict[str, Any] = {}
@@ -297,3 +299,8 @@ class GainOverheadVectorEnv(gym.vector.VectorEnv):
     def render(self) -> tuple[Any, ...]:
         """One frame per copy (None each without a ``render_mode``), as ``SyncVectorEnv``."""
         return tuple(env.render() for env in self.envs)
+
+
+def _reward(stats: np.ndarray) -> np.ndarray:
+    """``gain - penalty`` of every copy of a step's ``stats`` ``(n, 5)``."""
+    return stats[:, dynamics.STAT_GAIN] - stats[:, dynamics.STAT_PENALTY]

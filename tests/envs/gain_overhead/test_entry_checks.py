@@ -113,15 +113,15 @@ def test_other_dtypes_and_layouts_are_converted_not_misread(inst):
 
 
 def test_the_vector_envs_helpers_refuse_rows_and_buffers_of_the_wrong_size():
-    from schedgym.envs.gain_overhead import fastpath
+    from schedgym.envs.gain_overhead import batch_actions
 
     a = np.zeros((3, 5), dtype=np.float32)
     with pytest.raises(ValueError, match=r"^rows has entries"):
-        fastpath.first_nonfinite(a, np.array([0, 3]))
+        batch_actions.first_nonfinite(a, np.array([0, 3]))
     with pytest.raises(ValueError, match=r"^out has shape \(2, 4\)"):
-        fastpath.clip_rows(a, np.array([0, 1]), np.empty((2, 4)), np.empty(2))
+        batch_actions.clip_rows(a, np.array([0, 1]), np.empty((2, 4)), np.empty(2))
     with pytest.raises(ValueError, match=r"^clip has shape \(1,\)"):
-        fastpath.clip_rows(a, np.array([0, 1]), np.empty((2, 5)), np.empty(1))
+        batch_actions.clip_rows(a, np.array([0, 1]), np.empty((2, 5)), np.empty(1))
     a[2, 4] = np.nan
-    assert fastpath.first_nonfinite(a, np.array([0, 2])) == 14
+    assert batch_actions.first_nonfinite(a, np.array([0, 2])) == 14
     assert not dynamics.all_finite(a) and dynamics.all_finite(a[:2, ::2])

@@ -185,10 +185,10 @@ def test_score_batch_against_numpy(utility):
 
 
 # ------------------------------------------------- batched helpers of the vector env's step
-def test_fastpath_kernels_against_numpy():
+def test_batch_action_kernels_against_numpy():
     """The compiled batch helpers against numpy: clipping with the clip amount ``max |clip(a) -
     a|`` of each listed row, and the first non-finite entry of the listed rows."""
-    from schedgym.envs.gain_overhead import fastpath
+    from schedgym.envs.gain_overhead import batch_actions
 
     rng = np.random.default_rng(4)
     rows = np.array([0, 2, 3])
@@ -197,16 +197,16 @@ def test_fastpath_kernels_against_numpy():
         a[2] = np.clip(a[2], -1, 1)  # a row inside the box: clip amount 0
         ref = np.clip(a[rows].astype(np.float64), -1.0, 1.0)
         out, clip = np.empty((3, 11)), np.empty(3)
-        fastpath.clip_rows(a, rows, out, clip)
+        batch_actions.clip_rows(a, rows, out, clip)
         np.testing.assert_array_equal(out, ref)
         np.testing.assert_array_equal(clip, np.abs(ref - a[rows]).max(axis=1))
         assert clip[1] == 0.0 and clip[0] > 0.0
-        assert fastpath.first_nonfinite(a, rows) == -1
+        assert batch_actions.first_nonfinite(a, rows) == -1
         a[1, 2] = np.nan  # row 1 is not listed: ignored
-        assert fastpath.first_nonfinite(a, rows) == -1
+        assert batch_actions.first_nonfinite(a, rows) == -1
         a[3, 7], a[2, 9] = np.inf, -np.inf
-        assert fastpath.first_nonfinite(a, rows) == 2 * 11 + 9
-        assert fastpath.first_nonfinite(a, np.arange(4)) == 1 * 11 + 2
+        assert batch_actions.first_nonfinite(a, rows) == 2 * 11 + 9
+        assert batch_actions.first_nonfinite(a, np.arange(4)) == 1 * 11 + 2
 
 
 @pytest.mark.parametrize("mode", ["fractions", "prices"])
