@@ -13,6 +13,10 @@ import pytest
 torchrl_gym = pytest.importorskip("torchrl.envs.libs.gym",
                                   reason="TorchRL is not installed (the test extra pins it)")
 
+#: Three steps per episode.
+SHORT: dict[str, dict[str, int]] = {"GainOverhead-v0": {"horizon": 3},
+                                    "FluctuatingSpeed-v0": {"horizon": 3},
+                                    "DeadlineWelfare-v0": {"n_jobs": 3}}
 ENTITY_ACTION_MODE = {"GainOverhead-v0": "prices", "FluctuatingSpeed-v0": "scores",
                       "DeadlineWelfare-v0": "pricing"}
 
@@ -33,8 +37,9 @@ def _rollout(env_id: str, steps: int, **kwargs: object) -> None:
 @pytest.mark.parametrize("env_name", sorted(ENTITY_ACTION_MODE))
 def test_torchrl_gym_env_with_two_workers(env_name: str) -> None:
     """``num_envs=2``: gymnasium's AsyncVectorEnv with TorchRL's spawn start method, the workers
-    reaching schedgym through the module-prefixed id; the flat observation."""
-    _rollout(f"schedgym:schedgym/{env_name}", 4, num_envs=2, horizon=6)
+    reaching schedgym through the module-prefixed id; the flat observation, past an episode's
+    end (an autoreset step carries the reset info, which must hold only keys a step has)."""
+    _rollout(f"schedgym:schedgym/{env_name}", 8, num_envs=2, **SHORT[env_name])
 
 
 @pytest.mark.parametrize("obs_mode", ["flat", "entities"])
