@@ -122,6 +122,49 @@ class _Portable:
             _canon(x, self.struct)
 
 
+#: Info keys renamed since the recordings were made (current name -> recorded name): the values
+#: are the same bits, only the names moved, so that no info key repeats an observation key
+#: (clients such as TorchRL put observation, reward and info in one table).
+RENAMED_INFO = {"slot_arrivals": "arrivals", "mean_utilization": "utilization",
+                "slot_feedback": "feedback"}
+
+
+def _recorded_names(info: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        mask = key.startswith("_")
+        name = RENAMED_INFO.get(key[1:] if mask else key, key[1:] if mask else key)
+        out[("_" if mask else "") + name] = value
+    return out
+
+
+def as_recorded(info: dict[str, Any], *, reward: Any = None, added: tuple[str, ...] = ()
+                ) -> dict[str, Any]:
+    """A step's ``info`` as the recordings hold it: the keys renamed back
+    (:data:`RENAMED_INFO`), ``reward`` put back where the info held it then (FluctuatingSpeed:
+    the step's reward; a vector env's with the mask of a step-only key), and the keys ``added``
+    to the step info since (DeadlineWelfare's ``n_jobs``, ``episode_seed``) left out, or, in a
+    vector env's step where some copies were reset, kept for those copies only (Gymnasium's
+    ``_add_info`` layout of their reset info)."""
+    out = _recorded_names(info)
+    if reward is not None:
+        if isinstance(reward, np.ndarray):
+            if "_raw_utility" in out:  # a step where some copy stepped (else no step keys)
+                out["reward"], out["_reward"] = reward.copy(), out["_raw_utility"].copy()
+        else:
+            out["reward"] = float(reward)
+    for key in added:
+        value = out.pop(key, None)
+        mask = out.pop("_" + key, None)
+        if mask is None or value is None:
+            continue
+        reset = ~out["_job"] if "_job" in out else np.ones_like(mask)
+        if reset.any():
+            out[key] = np.where(reset, value, 0).astype(np.int64)
+            out["_" + key] = reset
+    return out
+
+
 class Recording:
     """Accumulates a trajectory: ``add(*values)`` once per step (or per call of a kernel)."""
 

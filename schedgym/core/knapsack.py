@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
 
 from schedgym.core.limits import NotComputed
+
+#: ``0`` for calls between kernels: a bare ``0`` is typed ``Literal[int](0)`` and numba compiles
+#: the callee once more for it; a numpy integer is a plain ``int64``.
+_ZERO: Any = np.int64(0)
 
 
 class DPTooLargeError(NotComputed):
@@ -217,9 +222,9 @@ def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, 
     E = v.shape[0]
     n_c = _strides(c)[0] * (c[0] + 1)
     W = _base_table(n_c, n_s)
-    start, total = _blocks(n_c, ok, reach, 0, E)
+    start, total = _blocks(n_c, ok, reach, _ZERO, E)
     take = np.zeros(total, dtype=np.bool_)
-    _budget_items(W, v, b, A, c, ok, reach, 0, E, take, start)
+    _budget_items(W, v, b, A, c, ok, reach, _ZERO, E, take, start)
     return W[n_c - 1].copy(), take, start
 
 

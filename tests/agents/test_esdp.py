@@ -120,7 +120,7 @@ def test_statistics_change_only_on_effective_edges():
             np.testing.assert_allclose(st_["sum"] - sum_prev, fb_prev, atol=1e-6)
         n_prev, sum_prev = st_["n"].copy(), st_["sum"].copy()
         obs, _, _, trunc, info = env.step(a)
-        sel_prev, fb_prev = info["selection"], info["feedback"]
+        sel_prev, fb_prev = info["selection"], info["slot_feedback"]
         assert info["n_masked"] == 0
         if trunc:
             break

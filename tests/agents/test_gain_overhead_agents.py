@@ -43,7 +43,7 @@ class FeasibilityCheck(gym.Wrapper):
         assert dynamics.is_feasible(inst, y), dynamics.feasibility_violation(inst, y)
         assert np.isfinite(r)
         if self.masked:
-            idle = info["arrivals"][inst.edge_type] == 0
+            idle = info["slot_arrivals"][inst.edge_type] == 0
             assert np.all(y[idle] == 0), "allocation to a job type without an arrival"
         if self.max_move is not None:
             # float32 action encoding moves a feasible allocation by rounding only
@@ -139,7 +139,7 @@ def test_different_agents_with_the_same_seed_see_the_same_arrivals():
             a, _ = agent.predict(o, episode_start=np.array([start]))
             start = False
             o, _, term, trunc, info = env.step(a)
-            xs.append(info["arrivals"])
+            xs.append(info["slot_arrivals"])
             done = term or trunc
         seen[name] = np.array(xs)
     ref = seen["ogasched"]

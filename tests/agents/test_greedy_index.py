@@ -65,7 +65,7 @@ def test_index_by_hand():
         assert x.tolist() == want_x
         obs, _, _, _, info = env.step(x)
         for e in np.flatnonzero(info["selection"]):
-            sums[e] += info["feedback"][e]
+            sums[e] += info["slot_feedback"][e]
             counts[e] += 1
 
 

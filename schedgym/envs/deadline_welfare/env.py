@@ -800,7 +800,7 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
             "welfare": tot[0] + tot[1], "welfare_jobs": tot[0], "welfare_cluster": tot[1],
             "served_fraction": tot[2] / tot[3] if tot[3] > 0 else 0.0,
             "utilization": util, "iota": self._bounds[0], "v": self._bounds[1],
-            "alpha_hat": self._alpha,
+            "alpha_hat": self._alpha, "n_jobs": self._N, "episode_seed": self.episode_seed,
         }
 
     def _raw_action(self, action: Any) -> np.ndarray:

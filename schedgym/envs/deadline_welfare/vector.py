@@ -496,6 +496,7 @@ class DeadlineWelfareVectorEnv(gym.vector.VectorEnv):
             "welfare_cluster": tot[:, 1].copy(), "served_fraction": out[_FRAC],
             "utilization": out[_UTIL], "iota": self._bounds[:, 0].copy(),
             "v": self._bounds[:, 1].copy(), "alpha_hat": self._alpha.copy(),
+            "n_jobs": self._n_jobs.copy(), "episode_seed": self._seeds.copy(),
         }
         infos: dict[str, Any] = {}
         if step.all():  # the common case: every value is a fresh array, every mask all True

@@ -420,16 +420,16 @@ def slot_info(o: SlotOutcome, arrivals: np.ndarray, t: int,
     out = o.out
     n_rep = int(out[N_REPAIRED])
     info: dict[str, Any] = {
-        "selection": o.x.copy(), "arrivals": np.array(arrivals, dtype=np.float64),
-        "feedback": o.feedback.copy(), "reward": float(out[REWARD]),
+        "selection": o.x.copy(), "slot_arrivals": np.array(arrivals, dtype=np.float64),
+        "slot_feedback": o.feedback.copy(),
         "raw_utility": float(out[RAW_UTILITY]), "expected_reward": float(out[EXPECTED]),
         "n_selected": int(out[N_SELECTED]), "n_masked": int(out[N_MASKED]),
-        "n_repaired": n_rep, "repaired": n_rep > 0, "utilization": float(out[UTIL_MEAN]),
+        "n_repaired": n_rep, "repaired": n_rep > 0, "mean_utilization": float(out[UTIL_MEAN]),
         "slot": int(t)}
     if oracle_value is not None:
         info["oracle_value"] = oracle_value
         info["pseudo_regret"] = oracle_value - info["expected_reward"]
-        info["realised_regret"] = float(out[ORACLE_REALISED]) - info["reward"]
+        info["realised_regret"] = float(out[ORACLE_REALISED]) - float(out[REWARD])
     return info
 
 

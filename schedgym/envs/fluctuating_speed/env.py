@@ -148,11 +148,14 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
 
     ## Rewards
     ``sum_e x_e clip(Z_e(t) - C_e, 0, 1)`` over the applied selection (the normalised AOU
-    increment). ``info``: ``selection`` (applied, int8 ``(|E|,)``), ``arrivals``, ``feedback``
-    (``(|E|,)``, realised net utility on used channels, 0 elsewhere), ``reward``,
+    increment). ``info`` (no key repeats an observation key or ``reward``, so clients that put
+    observation, reward and info in one table, such as TorchRL, take it as it is):
+    ``selection`` (applied, int8 ``(|E|,)``), ``slot_arrivals`` (the slot's ``1_l(t)``),
+    ``slot_feedback`` (``(|E|,)``, realised net utility on used channels, 0 elsewhere),
     ``raw_utility`` (unclipped ``sum_e x_e (Z_e - C_e)``), ``expected_reward``
-    (``theta^T x``), ``n_selected``, ``n_masked``, ``n_repaired``, ``repaired``, ``utilization``
-    (mean over types), ``slot`` and, with ``compute_oracle=True`` (default), ``oracle_value``
+    (``theta^T x``), ``n_selected``, ``n_masked``, ``n_repaired``, ``repaired``,
+    ``mean_utilization`` (mean over types), ``slot`` and, with ``compute_oracle=True``
+    (default), ``oracle_value``
     (``max theta^T x`` over the feasible, arrival-consistent selections), ``pseudo_regret``
     (``oracle_value - expected_reward``) and ``realised_regret`` (oracle's realised net utility
     minus the reward).
@@ -240,7 +243,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
     episode_metrics = {"reward": "sum", "expected_reward": "sum", "raw_utility": "sum",
                        "oracle_value": "sum", "pseudo_regret": "sum", "realised_regret": "sum",
-                       "n_masked": "sum", "n_repaired": "sum", "utilization": "mean"}
+                       "n_masked": "sum", "n_repaired": "sum", "mean_utilization": "mean"}
 
     def __init__(
         self,
@@ -408,7 +411,7 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
                                self._arrivals[0], 0, True)  # opens slot 0's waits
         self._needs_reset = False
         first = self._obs(np.zeros(inst.n_resources), np.zeros(inst.n_edges), self._last_x)
-        return first, {"arrivals": self._arrivals[0].copy(), "slot": 0}
+        return first, {"slot_arrivals": self._arrivals[0].copy(), "slot": 0}
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                          dict[str, Any]]:
@@ -431,7 +434,8 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self._t = t + 1
         dynamics.advance_waits(self._origin, o.x, self._tabs.port_of_edge,
                                self._arrivals[min(t + 1, T - 1)], t + 1, t + 1 < T)
-        return self._obs(o.util, o.feedback, o.x), info["reward"], False, t + 1 >= T, info
+        return (self._obs(o.util, o.feedback, o.x), float(o.out[dynamics.REWARD]), False,
+                t + 1 >= T, info)
 
     def render_state(self) -> RenderState:
         """Snapshot of the slot just scheduled for :mod:`~.viewer`."""

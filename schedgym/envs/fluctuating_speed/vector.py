@@ -14,8 +14,8 @@ flags and infos equal ``SyncVectorEnv`` over N single envs bit for bit (tested).
 Autoreset follows Gymnasium's default ``NEXT_STEP`` mode: the step after a copy's episode ends
 resets that copy (``seed=None``), ignores its action, returns reward 0 and its reset info.
 ``infos`` holds, per key, an array over copies and a boolean ``_key`` mask (Gymnasium's
-convention): ``selection`` ``(N, |E|)`` int8, ``arrivals`` ``(N, L)``, ``feedback`` ``(N, |E|)``,
-``reward``, ``raw_utility``, ``expected_reward``, ``utilization`` (float), ``n_selected``,
+convention): ``selection`` ``(N, |E|)`` int8, ``slot_arrivals`` ``(N, L)``, ``slot_feedback``
+``(N, |E|)``, ``raw_utility``, ``expected_reward``, ``mean_utilization`` (float), ``n_selected``,
 ``n_masked``, ``n_repaired``, ``slot`` (int), ``repaired`` (bool) and, with
 ``compute_oracle=True``, ``oracle_value``, ``pseudo_regret``, ``realised_regret``. The oracle's
 per-slot selection is solved once per reset for the whole episode (cached by arrival pattern).
@@ -50,8 +50,8 @@ from schedgym.envs.fluctuating_speed.offline import OracleSolver
 #: The observation keys the kernel writes each slot (the others are static per episode, but
 #: for the ``feedback_stats`` keys, written after the kernel).
 DYNAMIC_KEYS = ("arrivals", "utilization", "feedback", "used", "waiting", "progress")
-_FLOAT_INFO = {"reward": dyn.REWARD, "raw_utility": dyn.RAW_UTILITY,
-               "expected_reward": dyn.EXPECTED, "utilization": dyn.UTIL_MEAN}
+_FLOAT_INFO = {"raw_utility": dyn.RAW_UTILITY, "expected_reward": dyn.EXPECTED,
+               "mean_utilization": dyn.UTIL_MEAN}
 _INT_INFO = {"n_selected": dyn.N_SELECTED, "n_masked": dyn.N_MASKED,
              "n_repaired": dyn.N_REPAIRED}
 
@@ -336,8 +336,8 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
         slot_arr = self._arr[rows, np.clip(ti, 0, None)]
         infos: dict[str, Any] = {
             "selection": np.where(on, self._x, 0).astype(np.int8),
-            "arrivals": np.where(on, slot_arr, 0.0),
-            "feedback": np.where(on, self._fb, 0.0),
+            "slot_arrivals": np.where(on, slot_arr, 0.0),
+            "slot_feedback": np.where(on, self._fb, 0.0),
         }
         for k, j in _FLOAT_INFO.items():
             infos[k] = out[:, j].copy()

@@ -44,7 +44,7 @@ FEASIBILITY_TOL = 1e-6
 #: The columns of a step's ``stats`` (:func:`step_batch` ``(n, 5)``, :func:`step_one` ``(5,)``),
 #: in this order (:data:`STATS_FIELDS`): the projection's Euclidean distance (resource units),
 #: the gain and the penalty (reward units), the action's clip amount, and the sum of the
-#: utilization ``(R K,)`` in numpy's pairwise order (``info["utilization"]``'s numerator).
+#: utilization ``(R K,)`` in numpy's pairwise order (``info["mean_utilization"]``'s numerator).
 STAT_DISTANCE, STAT_GAIN, STAT_PENALTY, STAT_CLIP, STAT_USED = range(5)
 STATS_FIELDS: tuple[str, ...] = ("distance", "gain", "penalty", "clip", "used")
 
@@ -510,7 +510,7 @@ def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndar
                arrays.block_codes, arrays.block_alpha, arrays.all_linear, arrays.reciprocal_scale,
                arrays.type_starts, arrays.beta, y.reshape(n, E * K), util, util32, stats)
     stats[:, STAT_CLIP] = clip if decode else 0.0
-    # numpy's own sum of each row (its pairwise order): info["utilization"]'s numerator
+    # numpy's own sum of each row (its pairwise order): info["mean_utilization"]'s numerator
     np.add.reduce(util, axis=1, out=stats[:, STAT_USED])
     return -1, y, util, util32, stats
 

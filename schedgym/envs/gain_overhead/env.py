@@ -179,10 +179,11 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
     The separable reward of OgaSched (3)-(4) ("nice setup") on the arrivals of the slot:
     ``q = sum_l x_l [ sum_k sum_{r in R_l} f_r^k(y) - max_k beta_k sum_{r in R_l} y ]``,
     i.e. computation gain minus the dominant communication overhead. ``info`` holds ``gain``,
-    ``penalty``, ``allocation`` ``(|E|, K)`` (applied, feasible), ``arrivals`` ``(L,)`` (the
+    ``penalty``, ``allocation`` ``(|E|, K)`` (applied, feasible), ``slot_arrivals`` ``(L,)`` (the
     ``x(t)`` scored), ``projection_distance`` (Euclidean distance moved to become feasible,
-    resource units), ``action_clip``, ``utilization`` (mean fraction of capacity used in this
-    slot) and ``slot``.
+    resource units), ``action_clip``, ``mean_utilization`` (mean fraction of capacity used in
+    this slot) and ``slot``; no key repeats an observation key or ``reward`` (clients such as
+    TorchRL put observation, reward and info in one table).
 
     ## Starting State
     ``reset(seed=s)`` pre-draws the arrivals ``(T, L)`` of the whole episode from the stream
@@ -252,7 +253,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
 
     #: How ``schedgym compare`` aggregates the per-step info scalars over an episode.
     episode_metrics = {"reward": "sum", "gain": "sum", "penalty": "sum",
-                       "projection_distance": "mean", "utilization": "mean"}
+                       "projection_distance": "mean", "mean_utilization": "mean"}
 
     def __init__(
         self,
@@ -466,7 +467,7 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._t = 0
         self._needs_reset = False
         self._util = np.zeros(self.instance.n_instances * self.instance.n_resources)
-        return self._obs(), {"arrivals": self.observed_arrivals().copy(), "slot": 0}
+        return self._obs(), {"slot_arrivals": self.observed_arrivals().copy(), "slot": 0}
 
     def step(
         self, action: np.ndarray
@@ -494,9 +495,9 @@ class GainOverheadEnv(SchedEnv[np.ndarray]):
         self._util = util
         # float(sum) / n: the same division as numpy's float64 / int, without a numpy scalar.
         info = {
-            "gain": gain, "penalty": penalty, "allocation": y, "arrivals": x.copy(),
+            "gain": gain, "penalty": penalty, "allocation": y, "slot_arrivals": x.copy(),
             "projection_distance": dist, "action_clip": clip,
-            "utilization": used / self._n_positive_caps, "slot": t,
+            "mean_utilization": used / self._n_positive_caps, "slot": t,
         }
         self._t = t = t + 1
         return self._make_obs(t, util32), gain - penalty, False, t >= self.horizon, info

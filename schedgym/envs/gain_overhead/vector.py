@@ -51,8 +51,9 @@ from schedgym.envs.gain_overhead import actions, batch_actions, dynamics
 from schedgym.envs.gain_overhead.env import GainOverheadEnv
 
 #: The per-copy info keys of a step (each with its ``_key`` mask).
-STEP_INFO_KEYS: tuple[str, ...] = ("gain", "penalty", "allocation", "arrivals",
-                                   "projection_distance", "action_clip", "utilization", "slot")
+STEP_INFO_KEYS: tuple[str, ...] = ("gain", "penalty", "allocation", "slot_arrivals",
+                                   "projection_distance", "action_clip", "mean_utilization",
+                                   "slot")
 #: Their mask keys, in the same order.
 _MASK_KEYS: tuple[str, ...] = tuple(f"_{key}" for key in STEP_INFO_KEYS)
 

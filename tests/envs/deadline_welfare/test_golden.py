@@ -27,7 +27,17 @@ import pytest
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym import agents
 from schedgym.envs.deadline_welfare import ENV_ID
-from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
+from tests.golden import (
+    Recording,
+    as_recorded,
+    assert_exact_match,
+    assert_portable_match,
+    record_main,
+)
+
+#: Step-info keys added since the recordings (the reset info's, so that a step's info has
+#: every key of a reset's).
+ADDED = ("n_jobs", "episode_seed")
 
 GOLDEN = Path(__file__).with_name("golden_trajectories.json")
 
@@ -66,7 +76,7 @@ def _single(kwargs: dict[str, Any], policy: str, seeds: list[int]) -> dict[str, 
         ret, done = 0.0, False
         while not done:
             obs, r, term, trunc, info = env.step(_act(agent, obs, rng, env.action_space))
-            h.add(obs, r, term, trunc, info)
+            h.add(obs, r, term, trunc, as_recorded(info, added=ADDED))
             ret += float(r)
             done = term or trunc
         returns.append(ret)
@@ -85,7 +95,7 @@ def _vector(kwargs: dict[str, Any], policy: str, num_envs: int, steps: int) -> d
     total = np.zeros(num_envs)
     for _ in range(steps):
         obs, r, term, trunc, info = env.step(_act(agent, obs, rng, env.action_space))
-        h.add(obs, r, term, trunc, info)
+        h.add(obs, r, term, trunc, as_recorded(info, added=ADDED))
         total += r
     return h.result(returns=total.tolist())
 

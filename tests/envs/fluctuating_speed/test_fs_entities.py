@@ -95,7 +95,7 @@ def test_features_hand_computed(tiny):
         fo, r2, _, _, info2 = flat.step(a)
         assert r1 == r2
         for e in np.flatnonzero(info["selection"]):
-            sums[e] += info["feedback"][e]
+            sums[e] += info["slot_feedback"][e]
             counts[e] += 1
 
 

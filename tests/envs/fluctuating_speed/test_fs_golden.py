@@ -23,7 +23,13 @@ import pytest
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym import agents
 from schedgym.envs.fluctuating_speed import ENV_ID
-from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
+from tests.golden import (
+    Recording,
+    as_recorded,
+    assert_exact_match,
+    assert_portable_match,
+    record_main,
+)
 
 GOLDEN = Path(__file__).with_name("golden_trajectories.json")
 
@@ -44,13 +50,13 @@ def _single(kwargs: dict[str, Any], policy: str | None) -> dict[str, Any]:
     h, returns = Recording(), []
     for seed in (0, 3, None):
         obs, info = env.reset(seed=seed)
-        h.add(obs, info)
+        h.add(obs, as_recorded(info))
         ret, done = 0.0, False
         while not done:
             a = (agent.predict(obs, deterministic=True)[0] if agent
                  else rng.integers(0, 2, env.action_space.n).astype(np.int8))
             obs, r, term, trunc, info = env.step(a)
-            h.add(obs, r, term, trunc, info)
+            h.add(obs, r, term, trunc, as_recorded(info, reward=r))
             ret += float(r)
             done = term or trunc
         returns.append(ret)
@@ -61,11 +67,12 @@ def _vector(kwargs: dict[str, Any], steps: int) -> dict[str, Any]:
     env = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
     rng = np.random.default_rng(11)
     h = Recording()
-    h.add(*env.reset(seed=17))  # (obs, info)
+    obs, info = env.reset(seed=17)
+    h.add(obs, as_recorded(info))
     total = np.zeros(3)
     for _ in range(steps):
         out = env.step(rng.integers(0, 2, (3, env.single_action_space.n)).astype(np.int8))
-        h.add(*out)  # (obs, reward, terminated, truncated, info)
+        h.add(*out[:4], as_recorded(out[4], reward=out[1]))  # as recorded
         total += out[1]
     return h.result(returns=total.tolist())
 

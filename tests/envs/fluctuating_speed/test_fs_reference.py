@@ -58,13 +58,14 @@ def test_slot_equals_reference(mode, data, L, R, K, tight, instance_seed, seed):
         want = ref.step(inst, action, mode, arr, np.asarray(env.utilities[t]))
         obs, reward, _, truncated, info = env.step(action)
         np.testing.assert_array_equal(info["selection"], want.x)
-        np.testing.assert_array_equal(info["feedback"], want.feedback)
+        np.testing.assert_array_equal(info["slot_feedback"], want.feedback)
         for key in ("n_selected", "n_masked", "n_repaired"):
             assert info[key] == getattr(want, key), key
-        for key in ("reward", "raw_utility", "expected_reward"):
+        assert reward == pytest.approx(want.reward, rel=RTOL, abs=1e-15)
+        for key in ("raw_utility", "expected_reward"):
             assert info[key] == pytest.approx(getattr(want, key), rel=RTOL, abs=1e-15), key
-        assert reward == info["reward"]
-        assert info["utilization"] == pytest.approx(float(want.utilization.mean()), rel=RTOL)
+        assert "reward" not in info  # the step returns it (info repeats no observation key)
+        assert info["mean_utilization"] == pytest.approx(float(want.utilization.mean()), rel=RTOL)
         assert info["oracle_value"] == pytest.approx(ref.oracle_value(inst, arr), rel=RTOL,
                                                      abs=1e-15)
         nxt = np.asarray(env.arrivals[t + 1]) if t + 1 < T else None

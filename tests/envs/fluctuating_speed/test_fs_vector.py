@@ -167,11 +167,11 @@ def _reference_step(env, action, origin):
     z_net = dyn.net_utility(z, inst.cost)
     reward = _seq_dot(x, z_net)
     x_star, v_star = env._oracle.solve(arr)
-    info = {"selection": x, "arrivals": arr.copy(), "feedback": np.where(x > 0, z_net, 0.0),
-            "reward": reward, "raw_utility": _seq_dot(x, z - inst.cost),
+    info = {"selection": x, "slot_arrivals": arr.copy(),
+            "slot_feedback": np.where(x > 0, z_net, 0.0), "raw_utility": _seq_dot(x, z - inst.cost),
             "expected_reward": _seq_dot(x, inst.theta), "n_selected": int(x_req.sum()),
             "n_masked": n_masked, "n_repaired": n_rep, "repaired": n_rep > 0,
-            "utilization": float(dyn.utilization(inst, x).mean()), "slot": t,
+            "mean_utilization": float(dyn.utilization(inst, x).mean()), "slot": t,
             "oracle_value": v_star, "pseudo_regret": v_star - _seq_dot(x, inst.theta),
             "realised_regret": _seq_dot(x_star, z_net) - reward}
     origin = dyn.close_waits(inst, origin, x)
@@ -180,7 +180,7 @@ def _reference_step(env, action, origin):
     f32 = np.float32
     obs = {"arrivals": (env.arrivals[t + 1] if t + 1 < T else np.zeros(inst.n_types)).astype(f32),
            "utilization": dyn.utilization(inst, x).astype(f32),
-           "feedback": info["feedback"].astype(f32), "used": x.astype(f32),
+           "feedback": info["slot_feedback"].astype(f32), "used": x.astype(f32),
            "waiting": (dyn.waiting_times(origin, t + 1) / T).astype(f32),
            "progress": np.array([(t + 1) / T], dtype=f32)}
     return obs, reward, info, origin

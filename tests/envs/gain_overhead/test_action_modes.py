@@ -139,10 +139,10 @@ def test_encode_action_only_in_the_default_mode():
 def test_hidden_protocol_observes_the_previous_slot_and_scores_the_current():
     env = gym.make(ENV_ID, **SMALL, arrivals="hidden").unwrapped
     obs, info = env.reset(seed=5)
-    assert not obs["arrivals"].any() and not info["arrivals"].any()
+    assert not obs["arrivals"].any() and not info["slot_arrivals"].any()
     for t in range(5):
         _, _, _, _, info = env.step(env.action_space.sample())
-        np.testing.assert_array_equal(info["arrivals"], env.arrivals[t])
+        np.testing.assert_array_equal(info["slot_arrivals"], env.arrivals[t])
         obs = env._obs()
         np.testing.assert_array_equal(obs["arrivals"], env.arrivals[t])
 
@@ -153,7 +153,7 @@ def test_common_random_numbers_across_modes_and_protocols():
         for protocol in PROTOCOLS:
             env = gym.make(ENV_ID, **SMALL, action_mode=mode, arrivals=protocol).unwrapped
             env.reset(seed=11)
-            xs = [env.step(env.action_space.sample())[4]["arrivals"] for _ in range(8)]
+            xs = [env.step(env.action_space.sample())[4]["slot_arrivals"] for _ in range(8)]
             scored.append(np.array(xs))
     for xs in scored[1:]:
         np.testing.assert_array_equal(xs, scored[0])

@@ -52,10 +52,10 @@ def test_public_names_and_shapes(small_env):
     assert set(obs) == {"arrivals", "utilization", "progress"}
     assert obs["arrivals"].shape == (L,) and obs["utilization"].shape == (R * K,)
     obs, r, term, trunc, info = small_env.step(small_env.action_space.sample())
-    for key in ("gain", "penalty", "allocation", "arrivals", "projection_distance"):
+    for key in ("gain", "penalty", "allocation", "slot_arrivals", "projection_distance"):
         assert key in info
     assert info["allocation"].shape == (E, K)
-    assert info["arrivals"].shape == (L,)
+    assert info["slot_arrivals"].shape == (L,)
     assert r == pytest.approx(info["gain"] - info["penalty"])
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'beta'"):
         inst.beta = np.zeros(K)
@@ -70,7 +70,7 @@ def test_observation_carries_current_arrivals_and_previous_utilization(small_env
     assert np.array_equal(obs["arrivals"], X[0]) and np.all(obs["utilization"] == 0)
     a = env.action_space.sample()
     obs, _, _, _, info = env.step(a)
-    assert np.array_equal(info["arrivals"], X[0])
+    assert np.array_equal(info["slot_arrivals"], X[0])
     assert np.array_equal(obs["arrivals"], X[1])
     u = dynamics.utilization(env.instance, info["allocation"]).ravel()
     np.testing.assert_allclose(obs["utilization"], u, rtol=1e-6, atol=1e-7)

@@ -37,7 +37,7 @@ def test_fused_step_equals_the_numpy_path(scenario):
         assert (r, info["gain"], info["penalty"]) == (ref.reward[0], ref.gain[0], ref.penalty[0])
         assert info["projection_distance"] == ref.distance[0] and clip > 0
         assert info["action_clip"] == clip
-        assert info["utilization"] == ref.utilization[0].sum() / (
+        assert info["mean_utilization"] == ref.utilization[0].sum() / (
             env.instance.capacities > 0).sum()
 
 

@@ -27,6 +27,7 @@ import pytest
 
 from schedgym import agents
 from tests.envs.gain_overhead.conftest import ENV_ID, SMALL
+from tests.golden import as_recorded
 
 GOLDEN = Path(__file__).parent / "data" / "golden_trajectories.npz"
 SHORT = {**SMALL, "horizon": 5, "utility": "mixed"}
@@ -111,7 +112,7 @@ def record() -> dict[str, tuple[str, np.ndarray]]:
     return {key: (_kind(leaf), np.asarray(leaf))
             for name, steps in rollouts()
             for t, step in enumerate(steps)
-            for key, leaf in _leaves(f"{name}/{t}", step)}
+            for key, leaf in _leaves(f"{name}/{t}", (*step[:-1], as_recorded(step[-1])))}
 
 
 def pack(leaves: dict[str, tuple[str, np.ndarray]]) -> dict[str, np.ndarray]:

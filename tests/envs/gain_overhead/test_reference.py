@@ -79,7 +79,7 @@ def _check(inst: GainOverheadInstance, mode: str, protocol: str, a: np.ndarray,
     _close(info["penalty"], want.penalty, value, "penalty")
     _close(info["projection_distance"], want.projection_distance, top, "projection distance")
     _close(info["action_clip"], want.action_clip, 1.0, "action clip")
-    _close(info["utilization"], want.utilization_mean, 1.0, "mean utilization")
+    _close(info["mean_utilization"], want.utilization_mean, 1.0, "mean utilization")
     np.testing.assert_allclose(obs["utilization"], want.utilization.ravel().astype(np.float32),
                                rtol=1e-6, atol=1e-6, err_msg="observed utilization")
     np.testing.assert_array_equal(obs["arrivals"], want.next_arrivals.astype(np.float32))
@@ -118,7 +118,7 @@ def test_vector_env_step_equals_the_reference(mode, inst, data):
     for i in range(N):
         info_i = {key: info[key][i] for key in ("allocation", "gain", "penalty",
                                                  "projection_distance", "action_clip",
-                                                 "utilization")}
+                                                 "mean_utilization")}
         obs_i = {key: obs[key][i] for key in ("arrivals", "utilization")}
         _check(inst, mode, "revealed", a[i].astype(np.float64), arrivals[i], 0, reward[i],
                info_i, obs_i, truncated[i])

@@ -29,7 +29,13 @@ import pytest
 
 import schedgym  # noqa: F401  (registers the env ids)
 from schedgym.envs.gain_overhead import ENV_ID, dynamics
-from tests.golden import Recording, assert_exact_match, assert_portable_match, record_main
+from tests.golden import (
+    Recording,
+    as_recorded,
+    assert_exact_match,
+    assert_portable_match,
+    record_main,
+)
 
 GOLDEN = Path(__file__).with_name("golden_step.json")
 #: Settings: the paper default (all linear), it with mixed utilities, a small mixed instance.
@@ -80,7 +86,8 @@ def _vector(name: str) -> dict[str, Any]:
     for _ in range(4):
         a = rng.uniform(-1.2, 1.2, venv.action_space.shape).astype(np.float32)
         obs, rew, term, trunc, info = venv.step(a)
-        h.add(*obs.values(), rew, term, trunc, *(info[k] for k in sorted(info)))
+        rec = as_recorded(info)  # the names the recording was made with
+        h.add(*obs.values(), rew, term, trunc, *(rec[k] for k in sorted(rec)))
     return h.result()
 
 

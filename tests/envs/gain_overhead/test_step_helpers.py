@@ -140,7 +140,7 @@ def test_encode_action_fast_path_equals_encode_unit():
 
 
 def test_step_info_utilization_is_the_numpy_mean():
-    """``info["utilization"]`` is ``np.add.reduce`` of the flat utilization over the count of
+    """``info["mean_utilization"]`` is ``np.add.reduce`` of the flat utilization over the count of
     positive capacities, bit for bit, and the observation its float32 cast."""
     env = gym.make(ENV_ID, scenario="paper-default", horizon=4).unwrapped
     env.reset(seed=1)
@@ -149,7 +149,7 @@ def test_step_info_utilization_is_the_numpy_mean():
     for _ in range(4):
         obs, _, _, _, info = env.step(rng.uniform(-1, 1, env.action_space.shape))
         util = env._util.reshape(-1)
-        assert info["utilization"] == float(np.add.reduce(util)) / n_pos
+        assert info["mean_utilization"] == float(np.add.reduce(util)) / n_pos
         np.testing.assert_array_equal(obs["utilization"], util.astype(np.float32), strict=True)
 
 

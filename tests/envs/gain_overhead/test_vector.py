@@ -69,10 +69,10 @@ def test_reset_info_of_a_new_episode_is_fresh():
         native.step(zeros)
     obs, reward, _, trunc, info = native.step(zeros)
     assert not trunc.any() and np.all(reward == 0.0)
-    assert set(info) == {"arrivals", "_arrivals", "slot", "_slot"}
+    assert set(info) == {"slot_arrivals", "_slot_arrivals", "slot", "_slot"}
     assert np.all(info["slot"] == 0) and info["_slot"].all()
     for i, copy_env in enumerate(native.unwrapped.envs):  # the new episodes' first slot
-        np.testing.assert_array_equal(info["arrivals"][i], copy_env.arrivals[0])
+        np.testing.assert_array_equal(info["slot_arrivals"][i], copy_env.arrivals[0])
         np.testing.assert_array_equal(obs["arrivals"][i], copy_env.arrivals[0])
         assert copy_env.t == 0
 
