@@ -37,3 +37,17 @@ def test_no_issue_numbers_in_the_package():
     assert not found, "issue numbers in the package:\n" + "\n".join(found)
     stale = sorted(rel for rel in EXEMPT if not ISSUE.search(sources.get(rel, "")))
     assert not stale, f"remove from EXEMPT (no issue number left): {stale}"
+
+
+def test_no_issue_numbers_in_the_tests_and_benchmarks():
+    """The tests and benchmarks are read as the package's specification: the same rule."""
+    repo = ROOT.parent
+    found = []
+    for folder in ("tests", "benchmarks"):
+        for path in sorted((repo / folder).rglob("*.py")):
+            if path.name == "test_words.py":
+                continue  # names the pattern it looks for
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if ISSUE.search(line):
+                    found.append(f"{path.relative_to(repo)}:{n}: {line.strip()}")
+    assert not found, "issue numbers in tests or benchmarks:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""FIXED-PRICE (issue 24 item 4): the learnable price modes' constant action as a named
+"""FIXED-PRICE: the learnable price modes' constant action as a named
 classical agent on GainOverhead-v0 (``prices``) and DeadlineWelfare-v0 (``pricing``): feasible at
 every step, the zero-action rollout bit for bit, played by ``compare`` in its own mode, listed."""
 

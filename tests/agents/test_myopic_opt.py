@@ -1,4 +1,4 @@
-"""myopic-opt: the exact per-slot optimum of GainOverhead-v0 (issue 10)."""
+"""myopic-opt: the exact per-slot optimum of GainOverhead-v0."""
 
 from __future__ import annotations
 

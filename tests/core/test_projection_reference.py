@@ -1,5 +1,5 @@
 """The block projection kernel against a slow, plain-Python transcription of the per-group
-algorithm it replaced (issue 11): first linear piece in closed form, else the pruned breakpoint
+algorithm it replaced: first linear piece in closed form, else the pruned breakpoint
 search, then the clip and the rescaling of the
 rounding excess. Same formulas, same order of operations, so the results are equal (exactly, on
 every case here; the brief allows 1e-12 relative), on random paper-default actions of
@@ -181,7 +181,7 @@ def test_no_entry_above_its_cap_equals_the_reference(n_max):
     np.testing.assert_array_equal(got, want)
 
 
-#: SHA-256 of :func:`_non_finite_digest`'s outputs as the kernel of d458fee (before issue 11's
+#: SHA-256 of :func:`_non_finite_digest`'s outputs as the kernel of d458fee (before the speed work's
 #: fourth pass) computed them (blocks of 20 entries, which that kernel solved by sorting, left
 #: out).
 _NON_FINITE_SHA256 = "330e72db90d46714313c4fceb8e8f0bf9995af62572f94eb510300828df20273"
@@ -213,5 +213,5 @@ def _non_finite_digest() -> str:
 
 def test_non_finite_inputs_keep_the_previous_kernels_bits():
     """Bad inputs are the callers' to reject, but the kernel's answer to them did not change
-    either when the solve was restructured (issue 11): same bits as the d458fee kernel."""
+    either when the solve was restructured: same bits as the d458fee kernel."""
     assert _non_finite_digest() == _NON_FINITE_SHA256

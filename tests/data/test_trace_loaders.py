@@ -261,7 +261,7 @@ def test_directory_path_is_a_trace_format_error(tmp_path):
 
 
 def test_a_symlink_to_a_device_or_a_fifo_is_refused(tmp_path):
-    """Issue 23: a trace that is a symlink to /dev/zero was read until memory ran out."""
+    """A trace that is a symlink to /dev/zero was read until memory ran out."""
     import os
 
     zero = tmp_path / "nodes.csv"

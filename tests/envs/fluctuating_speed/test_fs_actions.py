@@ -1,4 +1,4 @@
-"""Action modes of FluctuatingSpeed-v0 (issue 10): the ``"scores"`` decoder, the mode-independent
+"""Action modes of FluctuatingSpeed-v0: the ``"scores"`` decoder, the mode-independent
 world (common random numbers), instance features and spaces that ignore the instance seed."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""``obs_mode="entities"``: one row per (port, server) cell (issue 24's entity contract), every
-value inside its space, hand-checked features, checkers clean, native batch == single envs."""
+"""``obs_mode="entities"``: one row per (port, server) cell (the entity contract of
+:mod:`schedgym.core.entities`), every value inside its space, hand-checked features, checkers
+clean, native batch == single envs."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Golden trajectories of FluctuatingSpeed-v0: the env, its native vector env and the agents
 (ESDP, HAUF, LCF, LWTF, the oracle) give the observations, rewards, flags and infos recorded
-before the first-use compile work of issue 11 (commit ``74e0b7d``), so a change of how the
+before the first-use compile work (commit ``74e0b7d``), so a change of how the
 kernels are compiled cannot move a published number. Recorded and compared as the
 DeadlineWelfare golden test (:mod:`tests.golden`: portable within a few ulps on every CPU, exact
 bits by ``pytest -m golden_exact`` on the recording machine).

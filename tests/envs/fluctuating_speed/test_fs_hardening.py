@@ -1,4 +1,4 @@
-"""Regression tests of issue 13 for FluctuatingSpeed-v0: pickling, step before reset, bools for
+"""Regression tests for FluctuatingSpeed-v0: pickling, step before reset, bools for
 integers, explicit instance with conflicting overrides, the memory limit, the episode length in
 ``env.spec`` and the consistency of the oracle metrics."""
 
@@ -125,7 +125,7 @@ NUMERIC_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.
 
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=str)
 def test_a_selection_of_every_numeric_dtype_is_accepted(dtype):
-    """Issue 23: a float16 action ended in numba's NotImplementedError. Every real dtype gives
+    """A float16 action ended in numba's NotImplementedError. Every real dtype gives
     the step of the same int8 selection, in the single and the native vector env."""
     env = gym.make(ENV_ID, horizon=3)
     vec = gym.make_vec(ENV_ID, num_envs=2, horizon=3, vectorization_mode="vector_entry_point")

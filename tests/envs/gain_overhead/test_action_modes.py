@@ -1,4 +1,4 @@
-"""GainOverhead-v0 action modes, arrival protocols and instance features (issue 10)."""
+"""GainOverhead-v0 action modes, arrival protocols and instance features."""
 
 from __future__ import annotations
 

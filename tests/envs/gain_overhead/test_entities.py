@@ -1,4 +1,4 @@
-"""GainOverhead-v0 ``obs_mode="entities"`` (issue 24): one row per (type, resource) pair, in
+"""GainOverhead-v0 ``obs_mode="entities"``: one row per (type, resource) pair, in
 its space for random instances and actions, checker-clean, equal to a loop reference, the
 native vector env equal to single envs, and the flat mode unchanged."""
 

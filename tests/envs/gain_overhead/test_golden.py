@@ -1,4 +1,4 @@
-"""Golden trajectories of GainOverhead-v0, recorded before the Python-overhead work of issue 11
+"""Golden trajectories of GainOverhead-v0, recorded before the Python-overhead work
 (single env and native vector env), that the current code must reproduce.
 
 ``data/golden_trajectories.npz`` holds every observation, reward, flag and info (values and

@@ -1,4 +1,4 @@
-"""GainOverhead-v0 hardening (issue 13): pickling, step before reset, bounded parameters with
+"""GainOverhead-v0 hardening: pickling, step before reset, bounded parameters with
 finite rewards, bools refused, explicit instance conflicts, memory estimate, episode length."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Golden outputs of GainOverhead's compiled kernels: the projection (``project``,
 ``project_capped_simplex``), the one-call step (``score_action``), the batched step
 (``score_batch``) and OgaSched's update (``ascent_step``), recorded with the kernels as they were
-before the projection rewrite of issue 11 (commit ``902d445``). The rewrite must give the same
+before the projection rewrite (commit ``902d445``). The rewrite must give the same
 bits: every published GainOverhead number (README, docs/gain-overhead.md) was made with them.
 
 Each case is recorded by :class:`tests.golden.Recording`: dtypes and shapes exactly, floats within

@@ -1,5 +1,5 @@
 """Golden outputs of the GainOverhead step pieces around the projection, recorded (commit
-``d458fee``) before the fourth pass of issue 11 restructured them for speed: the reward's parts
+``d458fee``) before a later speed pass restructured them for speed: the reward's parts
 (``reward_parts``: gain, penalty, per-type gains and penalties, ``k*``), the supergradient and
 OgaSched's ascent point, and a paper-default batch of 64 copies of the native vector env (every
 observation, reward and info). The restructured kernels must give the same bits: every
