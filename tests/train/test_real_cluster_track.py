@@ -2,7 +2,8 @@
 EntityPolicy trained on the trace's past (``split="train"``) at a small node sample, with
 several node samples through ``instance_seeds``, then played on the trace's future
 (``split="test"``) at other node counts, the whole cluster (``n_instances="all"``) included,
-by the ``ppo:model.zip`` agent and by ``schedgym compare``."""
+by the ``ppo:model.zip`` agent and by ``schedgym compare``; DeadlineWelfare-v0 (its
+``demand_price`` learner) and GainOverhead-v0 (its ``prices`` learner)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,39 @@ def test_compare_races_the_model_on_the_test_split_with_more_nodes(run, tmp_path
     played = next(r for r in recs if r["key"][1] == spec)
     assert played["env_kwargs"] == {"action_mode": "demand_price", "obs_mode": "entities"}
     assert played["steps"] == 10  # one step per job
+
+
+GO = "schedgym/GainOverhead-v0"
+#: GainOverhead's track: the prices mode, 6 sampled nodes of the training split, 12-slot episodes
+GO_TRAIN = {"split": "train", "n_instances": 6, "horizon": 12, "utility": "mixed"}
+
+
+@pytest.fixture(scope="module")
+def go_run(tmp_path_factory):
+    """A 128-step PPO run of GainOverhead's entity policy on two node samples of the
+    training split (the shipped entity config)."""
+    return train(TrainConfig(
+        "ppo", GO, policy="entity", timesteps=128, scenario=TRACE, overrides=dict(GO_TRAIN),
+        instance_seeds=(0, 1), hyperparams={"n_steps": 16, "batch_size": 32},
+        out=str(tmp_path_factory.mktemp("g")), eval_freq=0, checkpoint_freq=0))
+
+
+@pytest.mark.parametrize("nodes", [20, "all"])
+def test_gain_overhead_model_plays_the_test_split_at_other_node_counts(go_run, nodes):
+    """The weights trained at 6 nodes price every channel of the test split at 20 nodes and
+    at every node of the trace: actions inside the space, finite rewards."""
+    meta = json.loads((go_run.run_dir / "run.json").read_text())
+    assert meta["env_kwargs"]["split"] == "train" and meta["env_kwargs"]["n_instances"] == 6
+    env = gym.make(GO, scenario=TRACE, split="test", n_instances=nodes, horizon=4,
+                   utility="mixed", obs_mode="entities", action_mode="prices")
+    R = env.unwrapped.instance.n_instances
+    assert R == (1523 if nodes == "all" else nodes)
+    agent = make(f"ppo:{go_run.model_path}", env)
+    obs, _ = env.reset(seed=5)
+    for _ in range(4):
+        action, _ = agent.predict(obs, deterministic=True)
+        assert env.action_space.contains(action)
+        obs, reward, term, trunc, _ = env.step(action)
+        assert np.isfinite(reward)
+        if term or trunc:
+            break
