@@ -101,13 +101,21 @@ def run_case(kw: dict[str, Any], agent: str, seed: int = 0,
     """One episode of ``agent`` on ``gym.make(ENV_ID, **kw)`` in a fresh process: its figures
     (module docstring) as a dict."""
     kw = {"action_mode": PLAY_MODE.get(agent, "dispatch"), **kw}
+    return run_child(_CHILD, kw, agent, seed, timeout)
+
+
+def run_child(code: str, kw: dict[str, Any], name: str, seed: int = 0,
+              timeout: float = 3600.0) -> dict[str, Any]:
+    """Run ``code`` (a child program reading ``argv = [kw as JSON, name, seed]``) in a fresh
+    process, with this checkout first on its path; its last stdout line, a JSON object, as a
+    dict (the child's last stderr line in the error when it fails)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
          os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(kw), agent, str(seed)],
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(kw), name, str(seed)],
                          capture_output=True, text=True, timeout=timeout, env=env)
     if out.returncode:
-        raise RuntimeError(f"{agent} on {kw}: {out.stderr.strip().splitlines()[-1]}")
+        raise RuntimeError(f"{name} on {kw}: {out.stderr.strip().splitlines()[-1]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling, also when imported
+from dw_scale import run_child, slope  # noqa: E402  (the same child runner and log-log slope)
 
 ENV_ID = "schedgym/FluctuatingSpeed-v0"
 AGENTS = ("hauf", "lcf", "lwtf", "greedy-index", "oracle", "random", "esdp", "esdp-aa")
@@ -152,26 +154,6 @@ def probe(size: str, name: str, slots: int, every: int, seed: int) -> None:
     subprocess.run([sys.executable, "-c", _PROBE, json.dumps(kw), name, str(seed)], env=env,
                    check=True)
 
-
-def run_child(code: str, kw: dict[str, Any], name: str, seed: int = 0,
-              timeout: float = 3600.0) -> dict[str, Any]:
-    """Run ``code`` (one of the child programs) in a fresh process; its JSON line as a dict."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-         os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(kw), name, str(seed)],
-                         capture_output=True, text=True, timeout=timeout, env=env)
-    if out.returncode:
-        raise RuntimeError(f"{name} on {kw}: {out.stderr.strip().splitlines()[-1]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def slope(xs: list[float], ys: list[float]) -> float:
-    """Least-squares slope of log(y) against log(x)."""
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
-    den = sum((a - mx) ** 2 for a in lx)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / den if den else 0.0
 
 
 def esdp_table(sizes: list[str], variant: str, seed: int, form: str = "auto") -> None:
