@@ -272,14 +272,7 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
         start, total = _blocks(n_c, ok, reach, lo, hi)
         take = np.zeros(total, dtype=np.bool_)
         _budget_items(W, v, b, A, c, ok, reach, lo, hi, take, start)
-        for i in range(lo, hi):
-            if start[i] < 0:
-                continue
-            rows = reach[i] + 1
-            if s < rows and take[start[i] + cur * rows + s]:
-                x[i] = 1
-                s = max(s - b[i], 0)
-                cur -= _offset(A, i, st)
+        s, cur = _walk(A, b, st, reach, take, start, lo, hi, s, cur, x)
     return x
 
 
@@ -343,9 +336,20 @@ def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, reac
     the back-pointers of :func:`budgeted_tables`."""
     E = A.shape[1]
     st = _strides(c)
-    cur = st[0] * (c[0] + 1) - 1
     x = np.zeros(E, dtype=np.int8)
-    for i in range(E):
+    _walk(A, b, st, reach, take, start, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x)
+    return x
+
+
+@numba.njit(cache=True)
+def _walk(A: np.ndarray, b: np.ndarray, st: np.ndarray, reach: np.ndarray, take: np.ndarray,
+          start: np.ndarray, lo: int, hi: int, s: int, cur: int,
+          x: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Walk items ``lo..hi-1`` forwards through their back-pointers ``take`` (blocks at
+    ``start``; ``-1``: item not allowed) from budget level ``s`` and capacity state ``cur``,
+    setting ``x[i] = 1`` for every item taken; returns the ``(s, cur)`` after them (the full
+    DP walks every item at once, the checkpointed one a segment at a time)."""
+    for i in range(lo, hi):
         if start[i] < 0:
             continue
         rows = reach[i] + 1
@@ -353,7 +357,7 @@ def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, reac
             x[i] = 1
             s = max(s - b[i], 0)
             cur -= _offset(A, i, st)
-    return x
+    return s, cur
 
 
 # ------------------------------------------------------------------------ public API
