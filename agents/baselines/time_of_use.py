@@ -14,7 +14,9 @@ expected to want there, each job's workload spread evenly over its allowed units
 the env's :meth:`DeadlineWelfareEnv.expected_later_demand`: estimated once, from ``futures``
 synthetic episodes of the scenario's own job distribution (seeds drawn from the named stream
 ``time_of_use`` of the instance seed; :mod:`schedgym.envs.deadline_welfare.demand`), never
-from the episode being played: the rule is online. ``lam = 0`` is ``myopic-welfare``. The
+from the episode being played: the rule is online. On a trace scenario's ``split="test"``
+those episodes are the ``train`` split's (the trace's past), never other days of the test
+split. ``lam = 0`` is ``myopic-welfare``. The
 default ``lam = 0.15`` is the best of the grid 0.05-0.5 on the training instances of the
 generalisation track (instance seeds 0-19 x episode seeds 0-4, ``python
 benchmarks/dw_headroom.py``; docs/learned-vs-classical.md, section 9c), not on its test

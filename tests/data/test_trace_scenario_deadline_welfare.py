@@ -17,6 +17,7 @@ from schedgym.data import load_sample
 from schedgym.data.alibaba import Trace
 from schedgym.data.trace_mapping import class_allowed_nodes, split_boundary, task_classes
 from schedgym.envs.deadline_welfare import ENV_ID as ID
+from tests.data.test_trace_mapping import ten_row_trace  # noqa: F401  (fixture)
 
 SC = "alibaba-gpu-2023"
 
@@ -225,3 +226,78 @@ def test_every_node_of_a_hand_made_trace():
     assert start == split_boundary(tr) and (tr.task_time[idx] >= start).all()
     with pytest.raises(ValueError, match=r"n_instances=6 is invalid: .*\[1, 5\]"):
         _make(trace=tr, n_instances=6)
+
+
+# ------------------------------------------- the expected later demand sees only the past
+def _tiny(trace, split=None, **kw):
+    return _make(trace=trace, n_instances=4, slot_seconds=100.0, split=split, n_jobs=None,
+                 **kw)
+
+
+def _table_by_hand(sampler, window, seeds, R, T):
+    """Row s: mean over the episodes (one per seed) on ``window`` of every job arriving after
+    slot s spread evenly over its units, summed job by job over the whole mesh."""
+    from schedgym.envs.deadline_welfare.demand import job_shares
+
+    sample = replace(sampler, window=window)
+    table = np.zeros((T + 1, R * T))
+    for seed in seeds:
+        jobs = sample(seed)
+        shares = job_shares(jobs).reshape(jobs.n_jobs, R * T)
+        for s in range(T + 1):
+            table[s] += shares[jobs.arrival > s].sum(axis=0)
+    return table / len(seeds)
+
+
+def test_test_split_estimates_later_demand_from_the_training_split(ten_row_trace):  # noqa: F811
+    """On split="test" the table is estimated from training-split days (the trace's past) and
+    not from other test-split days; same shape as before."""
+    from schedgym.data.trace_mapping import slot_window
+    from schedgym.envs.deadline_welfare.demand import future_seeds
+
+    env = _tiny(ten_row_trace, split="test", horizon=3)
+    sampler, R, T = env._sample_jobs, 4, 3
+    seeds = future_seeds(env.instance_seed, 5)
+    train_w = slot_window(ten_row_trace, 100.0, split="train")
+    past = _table_by_hand(sampler, train_w, seeds, R, T)
+    future = _table_by_hand(sampler, sampler.window, seeds, R, T)
+    got = env.expected_later_demand(5)
+    assert got.shape == (T + 1, R * T) and past.any() and future.any()
+    np.testing.assert_allclose(got, past, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(got, future)
+    # every estimate episode lies before the boundary (b = 1050 s), the test split after it
+    est = sampler.estimate_sampler()
+    assert est.window is not sampler.window and est.window.split == "train"
+    b = split_boundary(ten_row_trace)
+    for seed in seeds:
+        start, idx = est._window(seed)
+        assert start + T * 100.0 <= b and (est.times[idx] < b).all()
+    # the episodes played are still the test split's
+    env.reset(seed=0)
+    start, _ = sampler._window(0)
+    assert start >= b
+
+
+@pytest.mark.parametrize("kw", [{"split": "train"}, {"time_window": (0.0, 1500.0)}, {}])
+def test_other_windows_estimate_from_their_own_episodes(ten_row_trace, kw):  # noqa: F811
+    """split="train", a time window and the whole trace: the estimate is drawn from the
+    scenario's own window, as before the test split's change."""
+    from schedgym.envs.deadline_welfare.demand import future_seeds
+
+    env = _tiny(ten_row_trace, horizon=3, **kw)
+    sampler = env._sample_jobs
+    assert sampler.estimate_sampler() is sampler and sampler.past_window is None
+    want = _table_by_hand(sampler, sampler.window, future_seeds(env.instance_seed, 5), 4, 3)
+    np.testing.assert_allclose(env.expected_later_demand(5), want, rtol=1e-12, atol=1e-12)
+
+
+def test_test_split_without_a_past_refuses_the_estimate(ten_row_trace):  # noqa: F811
+    """Slots of 1500 s: the training split (1050 s) holds no whole slot, so there is no past
+    to estimate from; the env plays, the estimate is refused in one line."""
+    env = _make(trace=ten_row_trace, n_instances=4, slot_seconds=1500.0, split="test",
+                n_jobs=None, horizon=1)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"^split='test': the expected later demand is "
+                                         r"estimated from the training split, which this "
+                                         r"trace cannot give \(split='train' is invalid"):
+        env.expected_later_demand()

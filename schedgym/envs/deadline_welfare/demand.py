@@ -8,6 +8,9 @@ estimated from synthetic episodes of the scenario's own job distribution (the en
 sampler with seeds of the named stream ``time_of_use`` of the instance seed), never from the
 episode being played, so whoever reads it stays online. With a job sampler that always returns
 the same jobs (a trace scenario's fixed jobs), the estimate is those jobs' own later demand.
+On a trace scenario's test split the sampler's episodes come from the training split instead
+(:func:`estimate_sampler`): the trace's past, what a deployment knows, never other days of
+the future it is playing.
 """
 
 from __future__ import annotations
@@ -79,6 +82,15 @@ def later_demand(sample: Callable[[int], Any], n_units: int, horizon: int,
         _add_arrivals(jobs.arrival, jobs.deadline, jobs.allowed, jobs.workload, horizon, acc)
     _later_rows(acc, len(seeds))
     return acc
+
+
+def estimate_sampler(sample: Callable[[int], Any]) -> Callable[[int], Any]:
+    """The job sampler the estimate draws its episodes from: the sampler's own
+    ``estimate_sampler()`` where it has one (the trace scenario's: on ``split="test"`` the
+    training split's episodes), else ``sample`` itself (synthetic scenarios, fixed jobs,
+    a user's own sampler)."""
+    own = getattr(sample, "estimate_sampler", None)
+    return own() if callable(own) else sample
 
 
 def future_seeds(instance_seed: int, futures: int) -> list[int]:

@@ -33,7 +33,12 @@ from schedgym.core.validation import (
 )
 from schedgym.envs.deadline_welfare import dynamics, entities, viewer
 from schedgym.envs.deadline_welfare.actions import ACTION_MODES, PRICING_DIM, decode_job
-from schedgym.envs.deadline_welfare.demand import FUTURES, future_seeds, later_demand
+from schedgym.envs.deadline_welfare.demand import (
+    FUTURES,
+    estimate_sampler,
+    future_seeds,
+    later_demand,
+)
 from schedgym.envs.deadline_welfare.generator import (
     LIMIT_PARAMS,
     MEMORY_LIMIT_MB,
@@ -201,7 +206,10 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
     instance=None, render_mode=None, action_mode="dispatch", instance_features=False,
     memory_limit_mb=2048, obs_mode="flat", **overrides)``. Scenarios: ``paper-default``,
     ``paper-poisson``, ``congested``, ``alibaba-gpu-2023`` (trace-driven, with ``split``,
-    ``time_window`` and ``n_instances="all"``; ``docs/trace-scenarios.md``). An explicit
+    ``time_window`` and ``n_instances="all"``; ``docs/trace-scenarios.md``; on its
+    ``split="test"`` the :meth:`expected_later_demand` table, read by ``demand_price``, the
+    ``later_demand`` entity feature and ``time-of-use``, is estimated from the ``train`` split,
+    the trace's past). An explicit
     ``instance`` (a :class:`DeadlineWelfareInstance`, possibly with fixed ``jobs``) replaces the
     generator; overrides that it would ignore or contradict raise.
 
@@ -618,8 +626,12 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
         """``(T + 1, R T)`` float64, read-only: row ``s`` is the workload that jobs arriving
         after slot ``s`` are expected to want on each mesh unit ``r * T + t`` (workload units),
         estimated from ``futures`` synthetic episodes of this scenario's job distribution
-        (:mod:`.demand`; never from the episode being played). Computed once per ``futures``;
-        refused in one line when the table alone exceeds ``memory_limit_mb``."""
+        (:mod:`.demand`; never from the episode being played). On a trace scenario's
+        ``split="test"`` those episodes are drawn from the ``train`` split (the trace's past,
+        before the split boundary), never from other days of the test split, so a rule that
+        reads the table knows only what a deployment would; the table's shape is the same.
+        Computed once per ``futures``; refused in one line when the table alone exceeds
+        ``memory_limit_mb``."""
         futures = check_int("futures", futures, min_value=1, max_value=10_000)
         if futures not in self._later_demand:
             inst = self.instance
@@ -629,7 +641,8 @@ class DeadlineWelfareEnv(SchedEnv[np.ndarray]):
                     f"the expected-later-demand table ({inst.horizon + 1} x {inst.n_units}) "
                     f"needs {need:,.0f} MB: more than memory_limit_mb="
                     f"{self.memory_limit_mb:,.0f} (pass a larger memory_limit_mb= to allow it)")
-            table = later_demand(self._sample_jobs, inst.n_units, inst.horizon,
+            table = later_demand(estimate_sampler(self._sample_jobs), inst.n_units,
+                                 inst.horizon,
                                  future_seeds(self.instance_seed, futures))
             table.setflags(write=False)
             self._later_demand[futures] = table

@@ -28,6 +28,10 @@ deadline ``e_n``             ``deadline="synthetic"`` (default; the trace has no
                              ``D_n``; ``e_n = min(T - 1, s_n + floor(D_n))``
 your own trace               ``trace=`` a :class:`schedgym.data.alibaba.Trace` (e.g. from
                              ``load_gpu_v2020``); ``None``: the shipped sample
+expected later demand        ``split="test"``: estimated from episodes of the ``train`` split
+                             (the trace's past, before the split boundary), never from other
+                             days of the test split (:meth:`TraceJobSampler.estimate_sampler`);
+                             otherwise from the scenario's own window
 workload, capability, utility  synthetic: the paper generator (``job_sampler``, same named
 coefficients, cluster weights  streams as ``paper-default``)
 ===========================  ================================================================
@@ -35,7 +39,7 @@ coefficients, cluster weights  streams as ``paper-default``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -151,6 +155,10 @@ class TraceJobSampler:
         window: the trace's slots an episode may span (:class:`SlotWindow`: a split, a time
             window or the whole trace); an episode's ``T`` slots start at a slot drawn by
             ``window.start_slot`` (never past a split's end) and take its tasks only.
+        past_window: with ``split="test"``, the ``train`` split's window (the trace's past),
+            which :meth:`estimate_sampler` draws from; ``None`` otherwise.
+        past_error: with ``split="test"`` on a trace whose training split holds no whole
+            slot, the one-line reason :meth:`estimate_sampler` refuses (else ``""``).
     """
 
     params: dict[str, Any]
@@ -161,6 +169,23 @@ class TraceJobSampler:
     class_nodes: np.ndarray
     slot_seconds: float
     window: SlotWindow
+    past_window: SlotWindow | None = None
+    past_error: str = ""
+
+    def estimate_sampler(self) -> TraceJobSampler:
+        """The job sampler that statistics of the job distribution (the env's
+        ``expected_later_demand``) are estimated from: on ``split="test"`` the same sampler on
+        the ``train`` split's window, so an estimate made while playing the test split sees
+        only the trace's past, as a deployment would; otherwise this sampler itself (the
+        ``train`` split, a time window or the whole trace: unchanged).
+
+        Raises:
+            ValueError: ``split="test"`` on a trace whose training split is shorter than one
+                slot (nothing in the past to estimate from).
+        """
+        if self.past_error:
+            raise ValueError(self.past_error)
+        return self if self.past_window is None else replace(self, window=self.past_window)
 
     @property
     def runnable(self) -> np.ndarray:
@@ -252,11 +277,26 @@ def build(params: dict[str, Any], instance_seed: int) -> tuple[DeadlineWelfareIn
         prior_bounds=prior_bounds(p, capacity) if p["bound_mode"] == "prior" else None,
         job_limits=job_limits(p), capacity_bounds=(GAUSS_FLOOR, c_hi),
     )
+    classes = _task_classes(tr, tp.node_index, R)
     sampler = TraceJobSampler(
         params={**p, "n_instances": R}, deadline=deadline, times=np.asarray(tr.task_time),
         durations=np.asarray(tr.task_duration, dtype=np.float64),
-        **_task_classes(tr, tp.node_index, R), slot_seconds=tp.slot_seconds, window=window)
-    return instance, sampler
+        task_class=classes["task_class"], class_nodes=classes["class_nodes"],
+        slot_seconds=tp.slot_seconds, window=window)
+    return instance, _with_past(sampler, tr)
+
+
+def _with_past(sampler: TraceJobSampler, tr: Trace) -> TraceJobSampler:
+    """``sampler`` with its ``past_window`` (the ``train`` split's window) when it plays the
+    ``test`` split, or its ``past_error`` when the trace has no training slot; unchanged
+    otherwise."""
+    if sampler.window.split != "test":
+        return sampler
+    try:
+        return replace(sampler, past_window=slot_window(tr, sampler.slot_seconds, split="train"))
+    except ValueError as err:
+        return replace(sampler, past_error="split='test': the expected later demand is "
+                       f"estimated from the training split, which this trace cannot give ({err})")
 
 
 def _task_classes(tr: Any, node_index: np.ndarray, n_nodes: int) -> dict[str, np.ndarray]:
