@@ -57,7 +57,8 @@ LEARNED_OPTIONS: dict[str, LearnedOption] = {
 
 
 def parse_value(text: str) -> Any:
-    """Parse a command-line value: int, float, bool, None, a tuple ``(a, b)``/``a:b``, or str."""
+    """Parse a command-line value: int, float, bool, None, a tuple ``(a, b)``/``[a, b]``/``a:b``
+    (a list is read as a tuple: what ``--set time_window=[0,86400]`` means), or str."""
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -68,8 +69,9 @@ def parse_value(text: str) -> Any:
             return conv(text)
         except ValueError:
             pass
-    if text.startswith("(") and text.endswith(")") or ":" in text and "/" not in text:
-        parts = text.strip("()").replace(":", ",").split(",")
+    bracketed = any(text.startswith(a) and text.endswith(b) for a, b in ("()", "[]"))
+    if bracketed or ":" in text and "/" not in text:
+        parts = (text[1:-1] if bracketed else text).replace(":", ",").split(",")
         return tuple(parse_value(p.strip()) for p in parts if p.strip())
     return text
 

@@ -47,8 +47,9 @@ def parse_overrides(items: list[str] | None, flag: str = "--set") -> dict[str, A
     """``["horizon=500", "beta_range=0.4:0.6"]`` -> ``{"horizon": 500, "beta_range": (0.4, 0.6)}``.
 
     Values are parsed as agent options are (:func:`schedgym.agents.spec.parse_value`: int,
-    float, bool, None, tuples ``a:b``/``(a, b)``, else str). ``flag`` names the option in the
-    error message.
+    float, bool, None, tuples ``a:b``/``(a, b)``/``[a, b]``, else str; so ``time_window=0:86400``,
+    ``time_window=(0,86400)`` and ``time_window=[0,86400]`` are one pair). ``flag`` names the
+    option in the error message.
     """
     from schedgym.agents.spec import parse_value
 

@@ -575,6 +575,10 @@ def _window(tr: Trace, time_window: tuple[float, float] | None
     """Step 1: ``(t0, t1, (n_tasks,) bool tasks created in [t0, t1])``."""
     if time_window is None:
         t0, t1 = float(tr.task_time.min()), float(tr.task_time.max())
+    elif isinstance(time_window, str):  # a command-line value that is not a pair
+        raise ValueError(f"time_window={time_window!r} is invalid: must be a pair (t0, t1) of "
+                         "trace seconds with t0 <= t1 (on the command line: --set "
+                         "time_window=0:86400, time_window=(0,86400) or time_window=[0,86400])")
     else:
         t0, t1 = check_range("time_window", time_window)
     in_win = (tr.task_time >= t0) & (tr.task_time <= t1)

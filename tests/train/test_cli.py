@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import schedgym
@@ -72,6 +73,32 @@ def test_set_needs_key_value():
                                                                   "beta_range": (0.4, 0.6)}
     with pytest.raises(ValueError, match="--hp 'n_steps' is invalid: must be KEY=VALUE"):
         parse_overrides(["n_steps"], "--hp")
+
+
+def test_set_time_window_takes_a_pair_in_each_written_form():
+    """``--set time_window=`` as ``a:b``, ``(a,b)`` or ``[a,b]`` is one pair on every env, the
+    same window; a form that is no pair is one line naming the accepted forms."""
+    import gymnasium as gym
+
+    forms = ["0:86400", "(0,86400)", "[0,86400]", "[0, 86400]"]
+    assert [parse_overrides([f"time_window={f}"])["time_window"] for f in forms] == \
+        [(0, 86400)] * 4
+    assert parse_overrides(["time_window=[0.5,7200.25]"])["time_window"] == (0.5, 7200.25)
+    for env_id, kw in ((GO, {"horizon": 4}), (FS, {"horizon": 4}), (DW, {})):
+        first = []
+        for f in ("0:86400", "[0,86400]"):
+            env = gym.make(env_id, scenario="alibaba-gpu-2023", n_instances=12, **kw,
+                           **parse_overrides([f"time_window={f}"]))
+            first.append(env.reset(seed=3)[0])
+        assert first[0].keys() == first[1].keys(), env_id
+        for key in first[0]:
+            np.testing.assert_array_equal(first[0][key], first[1][key])
+        with pytest.raises(ValueError, match=r"^time_window='0-86400' is invalid: must be a "
+                                             r"pair \(t0, t1\) of trace seconds .*"
+                                             r"time_window=0:86400, time_window=\(0,86400\) "
+                                             r"or time_window=\[0,86400\]\)$"):
+            gym.make(env_id, scenario="alibaba-gpu-2023", n_instances=12, **kw,
+                     **parse_overrides(["time_window=0-86400"]))
 
 
 # --------------------------------------------------------------------- agents
