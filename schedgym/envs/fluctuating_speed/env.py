@@ -286,10 +286,10 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         params = FluctuatingSpeedParams.from_mapping(
             {**raw, "n_types": inst.n_types, "n_instances": inst.n_instances,
              "n_resources": inst.n_resources})
+        self._per_cell = cell_bytes(self.action_mode, self.obs_mode, self.instance_features,
+                                    self.feedback_stats, inst.n_resources)
         params.check_memory(n_edges=inst.n_edges, capacities=inst.capacities.tolist(),
-                            per_cell=cell_bytes(self.action_mode, self.obs_mode,
-                                                self.instance_features, self.feedback_stats,
-                                                inst.n_resources))
+                            per_cell=self._per_cell)
         self.params: FluctuatingSpeedParams = params
         self.instance: FluctuatingSpeedInstance = inst
         self.horizon: int = params.horizon
@@ -303,6 +303,16 @@ class FluctuatingSpeedEnv(SchedEnv[np.ndarray]):
         self._arrivals = np.zeros((self.horizon, inst.n_types))
         self._zraw = np.zeros((self.horizon, inst.n_edges))
         self._reset_state()
+
+    def memory_estimate_mb(self) -> float:
+        """Estimated MiB of this env, as its construction checked it against
+        ``memory_limit_mb`` (:meth:`~.types.FluctuatingSpeedParams.memory_estimate` on the
+        instance's edges and capacities, with the modes' per-cell tables); the native vector
+        env counts it once per copy."""
+        inst = self.instance
+        return self.params.memory_estimate(n_edges=inst.n_edges,
+                                           capacities=inst.capacities.tolist(),
+                                           per_cell=self._per_cell)
 
     def _build_spaces(self) -> None:
         """Action and observation spaces of the mode (``"scores"``: every size is ``L``, ``R``

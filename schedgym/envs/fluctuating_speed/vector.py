@@ -84,6 +84,16 @@ def _step_batch(actions: np.ndarray, active: np.ndarray, t: np.ndarray, arr: np.
     return dyn.OK, -1
 
 
+def batch_buffer_mb(env: FluctuatingSpeedEnv, copies: int) -> float:
+    """MiB of the vector env's per-episode batch buffers for ``copies`` copies of ``env``:
+    arrivals ``(N, T, L)``, utilities ``(N, T, E)`` and oracle values ``(N, T)`` in float64,
+    oracle selections ``(N, T, E)`` int8 (the per-slot rows, ``O(N (L + E + K))``, are
+    negligible beside them)."""
+    inst = env.instance
+    L, E, T = inst.n_types, inst.n_edges, env.horizon
+    return copies * T * (8.0 * (L + E + 1) + E) / 2.0**20
+
+
 class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` FluctuatingSpeed-v0 copies of one instance; see the module docstring.
 
@@ -104,8 +114,9 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
                 f"render_mode={render_mode!r} is not supported by the native FluctuatingSpeed-v0 "
                 "vector env: use gym.make_vec(..., vectorization_mode='sync') to render each copy")
         self.render_mode = None
-        self.envs = [FluctuatingSpeedEnv(**kwargs) for _ in range(self.num_envs)]
-        t = self.envs[0]
+        t = FluctuatingSpeedEnv(**kwargs)
+        self._check_memory(t)
+        self.envs = [t] + [FluctuatingSpeedEnv(**kwargs) for _ in range(self.num_envs - 1)]
         self.instance = t.instance
         self.horizon = t.horizon
         self.limit = self.horizon if max_episode_steps is None else check_int(
@@ -128,6 +139,19 @@ class FluctuatingSpeedVectorEnv(gym.vector.VectorEnv):
             assert t.entity_tables is not None
             self._etab = t.entity_tables
         self._alloc()
+
+    def _check_memory(self, template: FluctuatingSpeedEnv) -> None:
+        """Refuse, before the other copies are built, ``num_envs`` copies that would need more
+        than the single env's ``memory_limit_mb`` together: each copy's own estimate
+        (:meth:`FluctuatingSpeedEnv.memory_estimate_mb`, the check one env makes) times the
+        copies, plus the batch buffers of :meth:`_alloc` (:func:`batch_buffer_mb`)."""
+        N = self.num_envs
+        need = N * template.memory_estimate_mb() + batch_buffer_mb(template, N)
+        limit = template.params.memory_limit_mb
+        if need > limit:
+            raise ValueError(f"num_envs={N} copies need about {need:,.0f} MiB: more than "
+                             f"memory_limit_mb={limit:g} (pass fewer copies or a larger "
+                             "memory_limit_mb=)")
 
     def _alloc(self) -> None:
         N, T = self.num_envs, self.horizon

@@ -76,3 +76,40 @@ def test_estimate_covers_the_measured_growth(kw):
     big, est_big = _peak_bytes(40_000, kw)
     assert big - small <= est_big - est_small  # what grows with the cells is covered
     assert np.isfinite(est_big)
+
+
+def test_native_vector_env_checks_the_whole_batch(monkeypatch):
+    """The native vector env counts every copy's estimate plus its batch buffers against
+    memory_limit_mb, and refuses before building the other copies (one line)."""
+    import schedgym.envs.fluctuating_speed.vector as vec_mod
+
+    env = gym.make(ENV_ID, memory_limit_mb=3).unwrapped  # one copy fits (about 1.09 MiB)
+    inst, T = env.instance, env.horizon
+    L, E, K = inst.n_types, inst.n_edges, inst.n_resources
+    caps = np.prod(np.asarray(inst.capacities, dtype=np.float64) + 1.0)
+    one = (8.0 * (K + 3) * L * inst.n_instances + 8.0 * T * (L + 2.0 * E)
+           + caps * (E + 8.0)) / 2**20  # the single env's estimate, written out
+    assert env.memory_estimate_mb() == pytest.approx(one, rel=1e-12) and one < 3
+
+    def batch(n: int) -> float:  # n copies, plus arrivals, utilities, oracle rows per copy
+        return n * one + n * T * (8.0 * (L + E + 1) + 1.0 * E) / 2**20
+
+    assert batch(1) < 3 < batch(2)
+    gym.make_vec(ENV_ID, num_envs=1, vectorization_mode="vector_entry_point", memory_limit_mb=3)
+    built = []
+
+    class Counting(FluctuatingSpeedEnv):
+        def __init__(self, **kw):
+            built.append(1)
+            super().__init__(**kw)
+
+    monkeypatch.setattr(vec_mod, "FluctuatingSpeedEnv", Counting)
+    with pytest.raises(ValueError, match=rf"^num_envs=2 copies need about {batch(2):,.0f} MiB: "
+                                         r"more than memory_limit_mb=3 \(pass fewer copies or "
+                                         r"a larger memory_limit_mb=\)$"):
+        gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                     memory_limit_mb=3)
+    assert len(built) == 1  # refused before the second copy was built
+    vec = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                       memory_limit_mb=4)
+    assert vec.num_envs == 2 and len(built) == 3
