@@ -71,17 +71,27 @@ def _brute_p4(A, c, theta, s2, S):
     return s_best, v_best
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 500), st.integers(0, 2**31 - 1), st.integers(1, 3000))
-def test_p4_selection_equals_brute_force(inst_seed, stat_seed, t):
+def random_p4_case(inst_seed: int, stat_seed: int):
+    """``(instance, ESDP agent, statistics, rng)`` for the P4 brute-force checks: a small
+    instance of ``inst_seed`` and random statistics (plays ``n_e`` in 0-5, their sums) from
+    ``rng = default_rng(stat_seed)``, which the caller may go on drawing from; ``None`` when the
+    instance has more than 11 edges (too many for the brute force)."""
     env = small_env(inst_seed)
     inst = env.unwrapped.instance
     if inst.n_edges > 11:
-        return
-    ag = ESDP(env)
+        return None
     rng = np.random.default_rng(stat_seed)
     n = rng.integers(0, 6, size=inst.n_edges).astype(float)
-    stats = {"n": n, "sum": n * rng.random(inst.n_edges)}
+    return inst, ESDP(env), {"n": n, "sum": n * rng.random(inst.n_edges)}, rng
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 500), st.integers(0, 2**31 - 1), st.integers(1, 3000))
+def test_p4_selection_equals_brute_force(inst_seed, stat_seed, t):
+    case = random_p4_case(inst_seed, stat_seed)
+    if case is None:
+        return
+    inst, ag, stats, _ = case
     x = ag.solve_p4(stats, t)
     theta, s2, eta = ag.scaled_index(stats, t)
     s_star, v_star = _brute_p4(inst.requests, inst.capacities, theta, s2, eta * ag.m)

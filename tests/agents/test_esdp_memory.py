@@ -18,7 +18,7 @@ from schedgym.agents.esdp import ESDP, p4_decision
 from schedgym.core.knapsack import DPTooLargeError, best_segment, budgeted_memory
 from schedgym.core.limits import NotComputed
 from schedgym.envs.fluctuating_speed import dynamics
-from tests.agents.test_esdp import ENV_ID, _brute_p4, small_env
+from tests.agents.test_esdp import ENV_ID, _brute_p4, random_p4_case
 
 MIB = 2**20
 
@@ -27,14 +27,10 @@ MIB = 2**20
 @given(st.integers(0, 500), st.integers(0, 2**31 - 1), st.integers(1, 3000),
        st.booleans())
 def test_checkpointed_decision_equals_full_and_brute_force(inst_seed, stat_seed, t, aware):
-    env = small_env(inst_seed)
-    inst = env.unwrapped.instance
-    if inst.n_edges > 11:
+    case = random_p4_case(inst_seed, stat_seed)
+    if case is None:
         return
-    ag = ESDP(env)
-    rng = np.random.default_rng(stat_seed)
-    n = rng.integers(0, 6, size=inst.n_edges).astype(float)
-    stats = {"n": n, "sum": n * rng.random(inst.n_edges)}
+    inst, ag, stats, rng = case
     theta, s2, eta = ag.scaled_index(stats, t)
     allowed = rng.random(inst.n_edges) < 0.7 if aware else np.ones(inst.n_edges, bool)
     args = (s2, theta, allowed, ag.requests, ag.capacities, ag.n_max, eta * ag.m, np.inf)

@@ -52,6 +52,23 @@ def _rewrite(path: Path, replace: dict[str, bytes]) -> None:
             zf.writestr(name, raw)
 
 
+def _hostile_plain_zip(tmp_path: Path, keys: tuple[str, ...]) -> tuple[gym.Env, Path, Path]:
+    """``(env, path, target)``: a plain SB3 save of a fresh PPO at ``tmp_path / "model.zip"``
+    (no schedgym record) whose serialized ``keys`` of its ``data`` entry are each replaced by a
+    pickle that writes ``target`` when loaded."""
+    env = _env()
+    path = tmp_path / "model.zip"
+    PPO("MultiInputPolicy", env, n_steps=16, batch_size=16, device="cpu").save(path)
+    target = tmp_path / "pwned"
+    with zipfile.ZipFile(path) as zf:
+        data = json.loads(zf.read("data"))
+    for key in keys:
+        data[key][":serialized:"] = base64.b64encode(
+            cloudpickle.dumps(_WritesAFile(target))).decode()
+    _rewrite(path, {"data": json.dumps(data).encode()})
+    return env, path, target
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("safe")
@@ -64,15 +81,7 @@ def test_a_crafted_zip_runs_no_code_unless_trusted(tmp_path):
     """A plain SB3 zip whose saved observation space is a hostile pickle: refused in one line
     naming ``trusted=true``, and the file is not written; with ``trusted=true`` SB3's own load
     unpickles it and the file appears (the payload is live)."""
-    env = _env()
-    path = tmp_path / "model.zip"
-    PPO("MultiInputPolicy", env, n_steps=16, batch_size=16, device="cpu").save(path)
-    target = tmp_path / "pwned"
-    with zipfile.ZipFile(path) as zf:
-        data = json.loads(zf.read("data"))
-    data["observation_space"][":serialized:"] = base64.b64encode(
-        cloudpickle.dumps(_WritesAFile(target))).decode()
-    _rewrite(path, {"data": json.dumps(data).encode()})
+    env, path, target = _hostile_plain_zip(tmp_path, ("observation_space",))
     with pytest.raises(ValueError, match=r"^agent='ppo:.*model.zip' is refused: .*model.zip has "
                                          r"no schedgym record of its policy, and loading it "
                                          r"would unpickle Python objects .* write "
@@ -158,16 +167,8 @@ def test_compare_with_a_crafted_zip_runs_no_code(tmp_path, capsys):
     record) refuses it in one line and the file is never written."""
     from schedgym.train.cli import main as schedgym
 
-    env = _env()
-    path = tmp_path / "model.zip"
-    PPO("MultiInputPolicy", env, n_steps=16, batch_size=16, device="cpu").save(path)
-    target = tmp_path / "pwned"
-    with zipfile.ZipFile(path) as zf:
-        data = json.loads(zf.read("data"))
-    for key in ("observation_space", "action_space", "policy_class"):
-        data[key][":serialized:"] = base64.b64encode(
-            cloudpickle.dumps(_WritesAFile(target))).decode()
-    _rewrite(path, {"data": json.dumps(data).encode()})
+    _, path, target = _hostile_plain_zip(tmp_path, ("observation_space", "action_space",
+                                                     "policy_class"))
     sets = sum((["--set", f"{k}={v}"] for k, v in small_overrides(GO).items()), [])
     code = schedgym(["compare", GO, "--agents", f"ogasched,ppo:{path}", "--seeds", "0", *sets,
                      "--out", str(tmp_path / "cmp"), "--quiet", "--no-plots"])
