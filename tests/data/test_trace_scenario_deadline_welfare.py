@@ -268,6 +268,10 @@ def test_test_split_estimates_later_demand_from_the_training_split(ten_row_trace
     # every estimate episode lies before the boundary (b = 1050 s), the test split after it
     est = sampler.estimate_sampler()
     assert est.window is not sampler.window and est.window.split == "train"
+    import pickle  # the past travels with the sampler (async vector envs pickle it)
+
+    again = pickle.loads(pickle.dumps(sampler)).estimate_sampler()
+    assert (again.window.start, again.window.n_slots) == (0.0, 10)
     b = split_boundary(ten_row_trace)
     for seed in seeds:
         start, idx = est._window(seed)
