@@ -148,8 +148,11 @@ def _knapsack_kernel(v: np.ndarray, A: np.ndarray, c: np.ndarray,
 def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, bi: int,
                 vi: float) -> None:  # pragma: no cover - compiled
     """One capacity state of Algorithm 2: ``dst[s] = max(dst[s], vi + src[max(s - bi, 0)])``
-    for ``s < rows``, ``take[s]`` where the item strictly improves. Descending ``s`` reads only
-    old values when ``src`` is ``dst`` (an item requesting nothing)."""
+    for ``s < rows``, ``take[s]`` where the item strictly improves (elsewhere ``take`` is left
+    as it is: the caller's zeros). The caller passes ``rows`` no higher than one above the
+    last finite level of ``src`` plus ``bi``: above it the candidate is ``-inf``, which never
+    improves. Descending ``s`` reads only old values when ``src`` is ``dst`` (an item
+    requesting nothing)."""
     for s in range(rows - 1, bi - 1, -1):
         cand = src[s - bi] + vi
         d = dst[s]
@@ -163,13 +166,47 @@ def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, b
 
 
 @numba.njit(cache=True)
-def _budget_items(W: np.ndarray, v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray,
-                  ok: np.ndarray, reach: np.ndarray, lo: int, hi: int, take: np.ndarray,
-                  start: np.ndarray) -> None:  # pragma: no cover - compiled
+def _in_box(d: np.ndarray, f: int, box: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Whether capacity state ``f`` (digits ``d``) is componentwise ``<= box``."""
+    for k in range(box.shape[0]):
+        if d[f, k] > box[k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _last_finite(W: np.ndarray, top: np.ndarray, levels: int) -> None:  # pragma: no cover
+    """``top[f]`` = the last finite level of ``W[f]`` below ``levels`` (level 0 always is:
+    the empty selection), for a table that does not carry its own (a checkpoint)."""
+    for f in range(W.shape[0]):
+        s = levels - 1
+        while s > 0 and not np.isfinite(W[f, s]):
+            s -= 1
+        top[f] = s
+
+
+@numba.njit(cache=True)
+def _budget_items(W: np.ndarray, top: np.ndarray, v: np.ndarray, b: np.ndarray, A: np.ndarray,
+                  c: np.ndarray, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
+                  take: np.ndarray, start: np.ndarray, box: np.ndarray,
+                  levels: int) -> None:  # pragma: no cover - compiled
     """Algorithm 2 over items ``hi-1 .. lo`` on the table ``W`` (``(n_c, n_s)``, updated in
     place from ``W_hi`` to ``W_lo``). Item ``i``'s back-pointers go to its block
-    ``take[start[i]:]`` (``(n_c, reach[i] + 1)``); ``start[i] < 0`` (or an empty ``take``)
-    keeps none (they land in a scratch row)."""
+    ``take[start[i]:]`` (``(n_c, min(reach[i] + 1, levels))``, zeros on entry);
+    ``start[i] < 0`` (or an empty ``take``) keeps none (they land in a scratch row).
+
+    Exact shortcuts, none of which changes a value or a back-pointer that is read:
+
+    - ``top[f]`` (int64 ``(n_c,)``, updated in place) bounds the last finite level of
+      ``W[f]``; item ``i``'s candidate ``v_i + W[f - A_i, s - b_i]`` is ``-inf`` above
+      ``top[f - A_i] + b_i``, never an improvement, so those levels are skipped (their
+      back-pointers stay 0, the table stays as it is). With the few channels that fit in a
+      small capacity, most states have far fewer finite levels than ``S + 1``.
+    - only the states componentwise ``<= box`` and the levels ``< levels`` are computed: a
+      state reads only states below it, a level only levels below it, so these are exact
+      (the rest of ``W`` is left stale); the reconstruction, which starts at ``box`` and
+      level ``levels - 1`` and only goes down, reads nothing else.
+    """
     st = _strides(c)
     n_c = st[0] * (c[0] + 1)
     d = _digits(c, st)
@@ -178,12 +215,15 @@ def _budget_items(W: np.ndarray, v: np.ndarray, b: np.ndarray, A: np.ndarray, c:
         if not ok[i]:
             continue
         off = _offset(A, i, st)
-        rows = reach[i] + 1
+        rows = min(reach[i] + 1, levels)
         keep = take.shape[0] > 0 and start[i] >= 0
         for f in range(n_c - 1, off - 1, -1):
-            if _fits(d, f, A, i):
+            if _fits(d, f, A, i) and _in_box(d, f, box):
                 row = take[start[i] + f * rows:] if keep else scratch
-                _budget_row(W[f - off], W[f], row, rows, b[i], v[i])
+                # levels above top[f - off] + b_i: candidate -inf, nothing to do
+                n = min(rows, top[f - off] + b[i] + 1)
+                _budget_row(W[f - off], W[f], row, n, b[i], v[i])
+                top[f] = max(top[f], n - 1)
 
 
 @numba.njit(cache=True)
@@ -195,16 +235,23 @@ def _base_table(n_c: int, n_s: int) -> np.ndarray:  # pragma: no cover - compile
 
 
 @numba.njit(cache=True)
-def _blocks(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int,
-            hi: int) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
+def _base_tops(n_c: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The last finite level of every state of ``W_E``: 0."""
+    return np.zeros(n_c, dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def _blocks(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
+            levels: int) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
     """Offsets of the back-pointer blocks of items ``lo..hi-1`` (``-1``: not allowed) in one
-    flat array, and its length ``sum n_c (reach[i] + 1)``."""
+    flat array, and its length ``sum n_c min(reach[i] + 1, levels)``: item ``i`` has one
+    back-pointer per capacity state and level ``< min(reach[i] + 1, levels)``."""
     start = np.full(ok.shape[0], -1, dtype=np.int64)
     total = 0
     for i in range(lo, hi):
         if ok[i]:
             start[i] = total
-            total += n_c * (reach[i] + 1)
+            total += n_c * min(reach[i] + 1, levels)
     return start, total
 
 
@@ -222,9 +269,9 @@ def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, 
     E = v.shape[0]
     n_c = _strides(c)[0] * (c[0] + 1)
     W = _base_table(n_c, n_s)
-    start, total = _blocks(n_c, ok, reach, _ZERO, E)
+    start, total = _blocks(n_c, ok, reach, _ZERO, E, n_s)
     take = np.zeros(total, dtype=np.bool_)
-    _budget_items(W, v, b, A, c, ok, reach, _ZERO, E, take, start)
+    _budget_items(W, _base_tops(n_c), v, b, A, c, ok, reach, _ZERO, E, take, start, c, n_s)
     return W[n_c - 1].copy(), take, start
 
 
@@ -241,12 +288,13 @@ def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarr
     n_c = _strides(c)[0] * (c[0] + 1)
     n_seg = max(1, (E + segment - 1) // segment)
     W = _base_table(n_c, n_s)
+    top = _base_tops(n_c)
     ck = np.empty((n_seg - 1, n_c, n_s))
     none = np.zeros(0, dtype=np.bool_)
     start = np.full(E, -1, dtype=np.int64)
     for j in range(n_seg - 1, -1, -1):
         lo, hi = j * segment, min(E, (j + 1) * segment)
-        _budget_items(W, v, b, A, c, ok, reach, lo, hi, none, start)
+        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, none, start, c, n_s)
         if j > 0:
             ck[j - 1] = W
     return W[n_c - 1].copy(), ck
@@ -264,15 +312,24 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
     st = _strides(c)
     n_c = st[0] * (c[0] + 1)
     n_seg = max(1, (E + segment - 1) // segment)
+    d = _digits(c, st)
     cur = n_c - 1
     x = np.zeros(E, dtype=np.int8)
     for j in range(n_seg):
         lo, hi = j * segment, min(E, (j + 1) * segment)
-        W = _base_table(n_c, n_s) if j == n_seg - 1 else ck[j].copy()
-        start, total = _blocks(n_c, ok, reach, lo, hi)
+        # the walk from (cur, s) only goes down: recompute the states <= cur, levels <= s
+        levels = s + 1
+        if j == n_seg - 1:
+            W, top = _base_table(n_c, levels), _base_tops(n_c)
+        else:
+            W = ck[j, :, :levels].copy()
+            top = np.empty(n_c, dtype=np.int64)
+            _last_finite(W, top, levels)
+        start, total = _blocks(n_c, ok, reach, lo, hi, levels)
         take = np.zeros(total, dtype=np.bool_)
-        _budget_items(W, v, b, A, c, ok, reach, lo, hi, take, start)
-        s, cur = _walk(A, b, st, reach, take, start, lo, hi, s, cur, x)
+        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, take, start, d[cur].copy(),
+                      levels)
+        s, cur = _walk(A, b, st, reach, take, start, lo, hi, s, cur, x, levels)
     return x
 
 
@@ -337,22 +394,24 @@ def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, reac
     E = A.shape[1]
     st = _strides(c)
     x = np.zeros(E, dtype=np.int8)
-    _walk(A, b, st, reach, take, start, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x)
+    _walk(A, b, st, reach, take, start, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x,
+          reach[0] + 1)
     return x
 
 
 @numba.njit(cache=True)
 def _walk(A: np.ndarray, b: np.ndarray, st: np.ndarray, reach: np.ndarray, take: np.ndarray,
-          start: np.ndarray, lo: int, hi: int, s: int, cur: int,
-          x: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
+          start: np.ndarray, lo: int, hi: int, s: int, cur: int, x: np.ndarray,
+          levels: int) -> tuple[int, int]:  # pragma: no cover - compiled
     """Walk items ``lo..hi-1`` forwards through their back-pointers ``take`` (blocks at
-    ``start``; ``-1``: item not allowed) from budget level ``s`` and capacity state ``cur``,
-    setting ``x[i] = 1`` for every item taken; returns the ``(s, cur)`` after them (the full
-    DP walks every item at once, the checkpointed one a segment at a time)."""
+    ``start``, ``(n_c, min(reach[i] + 1, levels))`` each; ``-1``: item not allowed) from
+    budget level ``s < levels`` and capacity state ``cur``, setting ``x[i] = 1`` for every item
+    taken; returns the ``(s, cur)`` after them (the full DP walks every item at once, the
+    checkpointed one a segment at a time)."""
     for i in range(lo, hi):
         if start[i] < 0:
             continue
-        rows = reach[i] + 1
+        rows = min(reach[i] + 1, levels)
         if s < rows and take[start[i] + cur * rows + s]:
             x[i] = 1
             s = max(s - b[i], 0)
