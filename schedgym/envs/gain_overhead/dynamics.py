@@ -20,6 +20,13 @@ batch of one, so both give the same bits), compiled once as :func:`_step_rows`. 
 in one fixed order with plain loops (no BLAS), so a step gives the same bits in every process on
 one machine.
 
+Costs per step, linear in the channels: the target is decoded straight into the block layout
+(one gather), projected there, scattered back to the row-major ``(E, K)`` allocation, and the
+reward reads that allocation in its own order (one sequential pass: read through the block
+layout in the channels' order, it would jump between the blocks at every channel, which gets
+slower per channel as the arrays outgrow the CPU's caches). The working arrays are the
+instance's (:class:`~.types.StepScratch`), not allocated per step.
+
 Every public function checks the shapes and dtypes of its arrays (:func:`_vector`) before a
 kernel runs: the kernels index without bounds checks.
 """
@@ -35,8 +42,8 @@ import numpy as np
 
 from schedgym.core.envbase import first_nonfinite_index
 from schedgym.core.projection import WORK_ROWS, project_block, project_paper
-from schedgym.core.utilities import map_flat, map_flat_into
-from schedgym.envs.gain_overhead.types import GainOverheadInstance, ProjectionPlan
+from schedgym.core.utilities import map_flat, value_one
+from schedgym.envs.gain_overhead.types import GainOverheadInstance, ProjectionPlan, StepScratch
 
 #: Absolute tolerance used by :func:`is_feasible` (resource units).
 FEASIBILITY_TOL = 1e-6
@@ -98,23 +105,33 @@ def _argmax_weighted(tot: np.ndarray, beta: np.ndarray) -> tuple[int, float]:
     return best_k, best
 
 
+@numba.njit(cache=True, inline="always")
+def _unit_to_box(v: float, upper: float) -> float:
+    """The ``"allocation"`` mode's decode of one entry: ``(clip(v, -1, 1) + 1) / 2 * upper``
+    (``v`` float32 or float64; a float32 widens exactly)."""
+    return 0.5 * (min(max(v, -1.0), 1.0) + 1.0) * upper
+
+
 @numba.njit(cache=True)
-def _score(lin: bool, v: np.ndarray, f: np.ndarray, z: np.ndarray, y: np.ndarray,
-           x: np.ndarray, parts: np.ndarray, edge_start: np.ndarray, type_starts: np.ndarray,
-           beta: np.ndarray, tot: np.ndarray) -> tuple[float, float, float]:
-    """The one reward formula. The allocation is read from ``v`` ``(E K,)``: channel ``e``'s
-    ``K`` resources at ``edge_start[e] + k`` (the projection's block buffer, or ``y`` itself
-    with ``edge_start = e K``), and copied row-major into ``y`` ``(E K,)``. ``f`` (``v``'s
-    layout) holds the utilities' values ``f(v)``, or with ``lin`` (every utility linear)
-    ``alpha``, and the gain of an entry is then ``alpha * v``; ``z`` is the point before the
-    projection (``v``'s layout); ``x`` ``(L,)`` the arrivals; ``parts`` ``(3, L)`` gets the
-    per-type gain, penalty and ``k*`` (as a float); ``tot`` ``(K,)``: scratch. Returns
-    ``(gain, penalty, sum of (v - z)^2)``.
+def _score(lin: bool, y: np.ndarray, z: np.ndarray, decode: bool, caps: np.ndarray,
+           codes: np.ndarray, alpha: np.ndarray, s: float, x: np.ndarray, parts: np.ndarray,
+           type_starts: np.ndarray, beta: np.ndarray, tot: np.ndarray
+           ) -> tuple[float, float, float]:
+    """The one reward formula, over the allocation ``y`` ``(E K,)`` row-major (channel ``e``'s
+    ``K`` resources at ``e K + k``), every array read in that order (one sequential pass).
+    ``z`` ``(E K,)``: the point before the projection, or with ``decode`` the
+    ``"allocation"``-mode action it decodes from (:func:`_unit_to_box` with the caps ``caps``
+    ``(E K,)``); ``codes``, ``alpha`` ``(E K,)``: the utilities (with ``lin``, every utility
+    linear, the gain of an entry is ``alpha * y`` without the per-entry family dispatch, the
+    same value); ``s``: the reciprocal scale; ``x`` ``(L,)`` the arrivals; ``parts`` ``(3,
+    L)`` gets the per-type gain, penalty and ``k*`` (as a float); ``tot`` ``(K,)``: scratch.
+    Returns ``(gain, penalty, sum of (y - z)^2)``.
 
     Every sum runs in one fixed order from 0.0: a channel's gain over ``k``, a type's gain
     over its channels, ``Y_l^k`` over the type's channels, the squared distance over the
     entries in row-major ``(e, k)`` order, gain and penalty over the types."""
-    n_types, n_edges, n_res = type_starts.size, edge_start.size, beta.size
+    n_types, n_res = type_starts.size, beta.size
+    n_edges = y.size // n_res
     gain = penalty = dist = 0.0
     for l in range(n_types):
         lo = type_starts[l]
@@ -123,15 +140,14 @@ def _score(lin: bool, v: np.ndarray, f: np.ndarray, z: np.ndarray, y: np.ndarray
             tot[k] = 0.0
         type_gain = 0.0
         for e in range(lo, hi):
-            p, q = edge_start[e], e * n_res
             channel_gain = 0.0
-            for k in range(n_res):
-                val = v[p + k]
-                y[q + k] = val
-                tot[k] += val
-                diff = val - z[p + k]
+            for q in range(e * n_res, (e + 1) * n_res):
+                val = y[q]
+                tot[q - e * n_res] += val
+                diff = val - (_unit_to_box(z[q], caps[q]) if decode else z[q])
                 dist += diff * diff
-                channel_gain += f[p + k] * val if lin else f[p + k]
+                channel_gain += (alpha[q] * val if lin
+                                 else value_one(codes[q], alpha[q], val, s))
             type_gain += channel_gain
         k_star, type_penalty = _argmax_weighted(tot, beta)
         parts[0, l], parts[1, l], parts[2, l] = type_gain, type_penalty, k_star
@@ -145,11 +161,10 @@ def reward_parts(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray) -> Re
     arrays = inst.kernel_arrays
     xx = _vector("x", x, (inst.n_types,))
     yf = _vector("y", y, (inst.n_edges, inst.n_resources)).reshape(-1)
-    f = map_flat(False, arrays.codes.reshape(-1), arrays.alpha.reshape(-1), yf,
-                 arrays.reciprocal_scale)
     parts = np.empty((3, inst.n_types))
-    gain, penalty, _ = _score(False, yf, f, yf, np.empty(yf.size), xx, parts,
-                              np.arange(inst.n_edges) * inst.n_resources, arrays.type_starts,
+    gain, penalty, _ = _score(arrays.all_linear, yf, yf, False, arrays.caps,
+                              arrays.codes.reshape(-1), arrays.alpha.reshape(-1),
+                              arrays.reciprocal_scale, xx, parts, arrays.type_starts,
                               arrays.beta, np.empty(inst.n_resources))
     return RewardParts(gain - penalty, gain, penalty, parts[0], parts[1],
                        parts[2].astype(np.int64))
@@ -235,20 +250,20 @@ def _spread_load(lb: np.ndarray, groups: np.ndarray, load: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, inline="always")
-def _project_slots(z: np.ndarray, plan: ProjectionPlan, y: np.ndarray, load: np.ndarray) -> None:
+def _project_slots(z: np.ndarray, plan: ProjectionPlan, scratch: StepScratch, y: np.ndarray,
+                   load: np.ndarray) -> None:
     """Exact projection of ``z`` (E, K) onto Y into ``y`` (E, K); ``load`` (R, K) gets the usage.
 
     ``plan``: the instance's :class:`~.types.ProjectionPlan` with writable copies of its arrays
-    (``kernel_arrays.plan``). ``z`` is gathered into the plan's block buffer, projected block by
-    block, and scattered back."""
-    entries, n_cols = plan.entries, plan.capacity.size
-    size = entries.size
+    (``kernel_arrays.plan``); ``scratch``: its working arrays (``step_scratch``). ``z`` is
+    gathered into the plan's block buffer, projected block by block, and scattered back."""
+    entries = plan.entries
     zf, yf = z.reshape(-1), y.reshape(-1)
-    zb, vb, lb = np.empty(size), np.empty(size), np.empty(n_cols)
-    for p in range(size):
+    zb, vb, lb, work = scratch
+    for p in range(entries.size):
         zb[p] = zf[entries[p]]
-    _project_blocks(zb, plan, z.shape[1], vb, lb, np.empty(WORK_ROWS * n_cols))
-    for p in range(size):
+    _project_blocks(zb, plan, z.shape[1], vb, lb, work)
+    for p in range(entries.size):
         yf[entries[p]] = vb[p]
     _spread_load(lb, plan.groups, load.reshape(-1))
 
@@ -262,7 +277,7 @@ def project_grouped(
     if method == "exact":
         zz = _vector("z", z, shape)
         y, load = np.empty(shape), np.empty((inst.n_instances, inst.n_resources))
-        _project_slots(zz, inst.kernel_arrays.plan, y, load)
+        _project_slots(zz, inst.kernel_arrays.plan, inst.step_scratch, y, load)
         return y, load
     if method == "paper":
         zt = _vector("z", z, shape).ravel()[inst.group_gather]
@@ -285,10 +300,10 @@ def project(inst: GainOverheadInstance, z: np.ndarray, method: str = "exact") ->
 @numba.njit(cache=True)
 def _ascent_kernel(x: np.ndarray, y: np.ndarray, eta: float, codes: np.ndarray,
                    alpha: np.ndarray, s: float, type_starts: np.ndarray, beta: np.ndarray,
-                   plan: ProjectionPlan, n_inst: int) -> np.ndarray:
+                   plan: ProjectionPlan, scratch: StepScratch, n_inst: int) -> np.ndarray:
     z = _supergradient_kernel(x, y, codes, alpha, s, type_starts, beta, eta, True)
     out, load = np.empty(y.shape), np.empty((n_inst, y.shape[1]))
-    _project_slots(z, plan, out, load)
+    _project_slots(z, plan, scratch, out, load)
     return out
 
 
@@ -300,7 +315,7 @@ def ascent_step(inst: GainOverheadInstance, x: np.ndarray, y: np.ndarray, eta: f
     return _ascent_kernel(
         _vector("x", x, (inst.n_types,)), _vector("y", y, (inst.n_edges, inst.n_resources)),
         float(eta), arrays.codes, arrays.alpha, arrays.reciprocal_scale, arrays.type_starts,
-        arrays.beta, arrays.plan, inst.n_instances)
+        arrays.beta, arrays.plan, inst.step_scratch, inst.n_instances)
 
 
 def all_finite(a: np.ndarray) -> bool:
@@ -345,9 +360,8 @@ def _decode(a: np.ndarray, upper: np.ndarray, z: np.ndarray) -> float:
     outside = False
     for i in range(a.size):
         v = a[i]
-        w = min(max(v, -1.0), 1.0)
-        outside |= w != v
-        z[i] = 0.5 * (w + 1.0) * upper[i]
+        outside |= min(max(v, -1.0), 1.0) != v
+        z[i] = _unit_to_box(v, upper[i])
     return _clip_amount(a) if outside else 0.0
 
 
@@ -397,67 +411,77 @@ def _utilization(lb: np.ndarray, groups: np.ndarray, inv_cap: np.ndarray, util: 
         util32[i] = util[i]
 
 
-@numba.njit(cache=True)
-def _decode_rows(a: np.ndarray, rows: np.ndarray, upper: np.ndarray, z: np.ndarray,
-                 clip: np.ndarray) -> int:
-    """:func:`_decode` of rows ``rows`` of the ``"allocation"``-mode actions ``a`` ``(M, E K)``
-    (float32 or float64; a float32 entry widens exactly) with the caps ``upper`` ``(E K,)`` into
-    the rows of ``z`` ``(len(rows), E K)``, their clip amounts into ``clip``. Returns -1, or
-    the first copy whose action has a NaN/inf entry (then the outputs are incomplete)."""
-    for c in range(rows.size):
-        clip[c] = _decode(a[rows[c]], upper, z[c])
-        if np.isnan(clip[c]):
-            return c
-    return -1
+@numba.njit(cache=True, inline="always")
+def _gather_target(target: np.ndarray, decode: bool, entries: np.ndarray, caps: np.ndarray,
+                   zb: np.ndarray) -> float:
+    """The target ``target`` ``(E K,)`` into the plan's block layout ``zb`` (``zb[p] =
+    target[entries[p]]``); with ``decode`` it is an ``"allocation"``-mode action, decoded on
+    the way (:func:`_unit_to_box` with ``caps``, the caps in the block layout, ``plan.caps``).
+    Returns the action's clip amount ``max |clip(a) - a|`` (0 without ``decode``), NaN when
+    an entry is NaN or infinite (then ``zb`` is garbage): a NaN/inf entry never equals its
+    clipped value, so only an action with a clipped entry needs :func:`_clip_amount`'s pass."""
+    if not decode:
+        for p in range(entries.size):
+            zb[p] = target[entries[p]]
+        return 0.0
+    outside = False
+    for p in range(entries.size):
+        v = target[entries[p]]
+        outside |= min(max(v, -1.0), 1.0) != v
+        zb[p] = _unit_to_box(v, caps[p])
+    return _clip_amount(target) if outside else 0.0
 
 
 @numba.njit(cache=True, inline="always")
-def _step_body(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: ProjectionPlan,
-               inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
-               type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
-               util32: np.ndarray, stats: np.ndarray) -> None:
-    """The step of ``n = rows.size`` copies; copy ``c`` plays the target ``a[rows[c]]`` ``(E
-    K,)`` (float64, resource units: a decoded action or a learnable mode's target). Each
-    copy's target is gathered into the plan's block layout, projected onto Y
-    (:func:`_project_blocks`) and scored against ``x[c]`` (:func:`_score`); ``codes``,
-    ``alpha`` ``(E K,)``: the utilities in the plan's block layout
-    (``kernel_arrays.block_codes``, ``block_alpha``); ``lin``: every utility is linear (the
-    reward pass then multiplies by ``alpha`` itself).
+def _step_body(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray,
+               plan: ProjectionPlan, caps: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray,
+               alpha: np.ndarray, lin: bool, s: float, type_starts: np.ndarray,
+               beta: np.ndarray, scratch: StepScratch, y: np.ndarray, util: np.ndarray,
+               util32: np.ndarray, stats: np.ndarray) -> int:
+    """The step of ``n = rows.size`` copies; copy ``c`` plays ``a[rows[c]]`` ``(E K,)``: with
+    ``decode`` an ``"allocation"``-mode action (float32 or float64, any values), else a
+    float64 target in resource units (a learnable mode's). Each copy's target is gathered
+    (and decoded) into the plan's block layout (:func:`_gather_target`), projected onto Y
+    (:func:`_project_blocks`), scattered back into its row of ``y`` and scored against
+    ``x[c]`` in row-major order (:func:`_score`, which decodes the action again entry by
+    entry for the projection distance rather than keeping a third ``(E K,)`` array).
+    ``caps``, ``codes``, ``alpha`` ``(E K,)``: the caps and utilities row-major
+    (``kernel_arrays``); ``lin``: every utility is linear; ``scratch``: the instance's
+    working arrays (``step_scratch``).
 
     Outputs, row ``c`` per copy: ``y`` ``(n, E K)``, ``util`` and ``util32`` ``(n, R K)``, and
-    ``stats[c, :3]`` = (projection distance, gain, penalty). One copy gives the same bits alone
-    as in a batch."""
+    ``stats[c, :4]`` = (projection distance, gain, penalty, clip amount). Returns -1, or the
+    first copy whose action has a NaN/inf entry (then the outputs from that copy on are
+    garbage). One copy gives the same bits alone as in a batch."""
     n, n_res = rows.size, beta.size
-    entries, edge_start = plan.entries, plan.edge_start
-    size, n_cols = entries.size, plan.capacity.size
-    zb, vb, fb, lb = np.empty(size), np.empty(size), np.empty(size), np.empty(n_cols)
-    work = np.empty(WORK_ROWS * n_cols)
+    entries = plan.entries
+    zb, vb, lb, work = scratch
     parts, tot = np.empty((3, type_starts.size)), np.empty(n_res)
-    if lin:  # element loop: a slice assignment compiles numba's shape-error formatting
-        for p in range(size):
-            fb[p] = alpha[p]
     for c in range(n):
-        target = a[rows[c]]
-        for p in range(size):  # into the plan's block layout
-            zb[p] = target[entries[p]]
+        target, yc = a[rows[c]], y[c]
+        clip = _gather_target(target, decode, entries, plan.caps, zb)
+        if np.isnan(clip):
+            return c
         _project_blocks(zb, plan, n_res, vb, lb, work)
-        if not lin:
-            map_flat_into(False, codes, alpha, vb, s, fb)
-        gain, penalty, dist = _score(lin, vb, fb, zb, y[c], x[c], parts, edge_start,
-                                     type_starts, beta, tot)
+        for p in range(entries.size):  # back to the row-major (e, k) order
+            yc[entries[p]] = vb[p]
+        gain, penalty, dist = _score(lin, yc, target, decode, caps, codes, alpha, s, x[c],
+                                     parts, type_starts, beta, tot)
         stats[c, STAT_DISTANCE], stats[c, STAT_GAIN] = np.sqrt(dist), gain
-        stats[c, STAT_PENALTY] = penalty
+        stats[c, STAT_PENALTY], stats[c, STAT_CLIP] = penalty, clip
         _utilization(lb, plan.groups, inv_cap, util[c], util32[c])
+    return -1
 
 
 @numba.njit(cache=True)
-def _step_rows(a: np.ndarray, rows: np.ndarray, x: np.ndarray, plan: ProjectionPlan,
-               inv_cap: np.ndarray, codes: np.ndarray, alpha: np.ndarray, lin: bool, s: float,
-               type_starts: np.ndarray, beta: np.ndarray, y: np.ndarray, util: np.ndarray,
-               util32: np.ndarray, stats: np.ndarray) -> None:
+def _step_rows(a: np.ndarray, rows: np.ndarray, decode: bool, x: np.ndarray,
+               plan: ProjectionPlan, caps: np.ndarray, inv_cap: np.ndarray, codes: np.ndarray,
+               alpha: np.ndarray, lin: bool, s: float, type_starts: np.ndarray,
+               beta: np.ndarray, scratch: StepScratch, y: np.ndarray, util: np.ndarray,
+               util32: np.ndarray, stats: np.ndarray) -> int:
     """:func:`_step_body`, compiled: the step of the single env and of the native vector env."""
-    _step_body(a, rows, x, plan, inv_cap, codes, alpha, lin, s, type_starts, beta, y, util,
-               util32, stats)
+    return _step_body(a, rows, decode, x, plan, caps, inv_cap, codes, alpha, lin, s,
+                      type_starts, beta, scratch, y, util, util32, stats)
 
 
 def step_batch(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndarray,
@@ -493,23 +517,19 @@ def _run(inst: GainOverheadInstance, a: np.ndarray, rows: np.ndarray, x: np.ndar
          decode: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The step on arguments already checked (:func:`step_batch`, :func:`step_one`): ``a``
     ``(M, E K)`` (float64, or float32 actions with ``decode``), ``rows`` int64 in ``[0, M)``,
-    ``x`` float64 ``(n, L)``, all C-contiguous. With ``decode`` the acting rows are decoded
-    first (:func:`_decode_rows`), then every copy's target is projected and scored
-    (:func:`_step_rows`)."""
+    ``x`` float64 ``(n, L)``, all C-contiguous: one compiled call (:func:`_step_rows`), then
+    the utilization sums."""
     arrays, n = inst.kernel_arrays, rows.size
     E, K, RK = inst.n_edges, inst.n_resources, inst.n_instances * inst.n_resources
     y, util = np.empty((n, E, K)), np.empty((n, RK))
     util32, stats = np.empty((n, RK), dtype=np.float32), np.empty((n, len(STATS_FIELDS)))
-    if decode:
-        targets, clip = np.empty((n, E * K)), stats[:, STAT_CLIP].copy()
-        bad = _decode_rows(a, rows, arrays.caps, targets, clip)
-        if bad >= 0:
-            return bad, y, util, util32, stats
-        a, rows = targets, np.arange(n)
-    _step_rows(a, rows, x, arrays.plan, arrays.inverse_capacities.reshape(-1),
-               arrays.block_codes, arrays.block_alpha, arrays.all_linear, arrays.reciprocal_scale,
-               arrays.type_starts, arrays.beta, y.reshape(n, E * K), util, util32, stats)
-    stats[:, STAT_CLIP] = clip if decode else 0.0
+    bad = _step_rows(a, rows, decode, x, arrays.plan, arrays.caps,
+                     arrays.inverse_capacities.reshape(-1), arrays.codes.reshape(-1),
+                     arrays.alpha.reshape(-1), arrays.all_linear, arrays.reciprocal_scale,
+                     arrays.type_starts, arrays.beta, inst.step_scratch, y.reshape(n, E * K),
+                     util, util32, stats)
+    if bad >= 0:
+        return bad, y, util, util32, stats
     # numpy's own sum of each row (its pairwise order): info["mean_utilization"]'s numerator
     np.add.reduce(util, axis=1, out=stats[:, STAT_USED])
     return -1, y, util, util32, stats

@@ -20,6 +20,7 @@ import numpy as np
 
 from schedgym.core.arrays import readonly as _readonly
 from schedgym.core.graph import check_edges, edge_mask
+from schedgym.core.projection import WORK_ROWS
 from schedgym.core.resources import RESOURCE_NAMES, resource_names
 from schedgym.core.utilities import FAMILIES, LINEAR, family_codes, slope_at_zero
 from schedgym.core.validation import (
@@ -63,10 +64,6 @@ class ProjectionPlan(NamedTuple):
             units.
         capacity: ``(sum_n G_n,)``: the capacities ``c_r^k`` of the block columns, resource
             units.
-        edge_start: ``(E,)``: the block buffer's position of each channel's resource 0; its
-            ``K`` resources lie at ``edge_start[e] + k`` (a block row holds an instance's ``K``
-            columns side by side), where the step's reward pass reads them in the channels'
-            order.
     """
 
     entries: np.ndarray
@@ -74,7 +71,6 @@ class ProjectionPlan(NamedTuple):
     per_size: np.ndarray
     caps: np.ndarray
     capacity: np.ndarray
-    edge_start: np.ndarray
 
     @classmethod
     def of(cls, slots: np.ndarray, edge_caps: np.ndarray, capacities: np.ndarray
@@ -94,13 +90,10 @@ class ProjectionPlan(NamedTuple):
                              .astype(dtype))
 
         perm = flat(entries, np.int64)
-        position = np.empty(perm.size, dtype=np.int64)
-        position[perm] = np.arange(perm.size)
         return cls(perm, flat(groups, np.int64),
                    flat([np.bincount(size, minlength=slots.shape[1] + 1)], np.int64),
                    flat([edge_caps.ravel()[perm]], np.float64),
-                   flat([capacities.ravel()[flat(groups, np.int64)]], np.float64),
-                   flat([position[::K]], np.int64))
+                   flat([capacities.ravel()[flat(groups, np.int64)]], np.float64))
 
 
 class KernelArrays(NamedTuple):
@@ -115,10 +108,8 @@ class KernelArrays(NamedTuple):
             its fields by name: numba types a named tuple of arrays by its fields).
         inverse_capacities: ``(R, K)``. codes, alpha: ``(E, K)`` utility codes and parameters.
         reciprocal_scale: ``s``. type_starts: ``(L,)``. beta: ``(K,)``.
-        block_codes, block_alpha: ``codes`` and ``alpha`` flat in the projection plan's block
-            layout (``[plan.entries]``): the step maps the projected block buffer to gains.
         all_linear: every utility is linear (the step's reward pass then multiplies by
-            ``block_alpha`` itself instead of mapping the utilities first).
+            ``alpha`` without the per-entry family dispatch).
         caps: ``(E K,)`` the per-channel caps ``a_l^k`` row-major (the allocation decode's).
     """
 
@@ -129,10 +120,30 @@ class KernelArrays(NamedTuple):
     reciprocal_scale: float
     type_starts: np.ndarray
     beta: np.ndarray
-    block_codes: np.ndarray
-    block_alpha: np.ndarray
     all_linear: bool
     caps: np.ndarray
+
+
+class StepScratch(NamedTuple):
+    """The compiled step's working arrays (:func:`.dynamics._step_rows`), float64, one set per
+    instance and reused by every step of it: allocated afresh for every step, arrays of ``E K``
+    entries (1 MB at 20,000 channels) can go back to the operating system when freed, and the
+    next step then pays a page fault per 4 kB page it writes (at that size, more than half of
+    the step's time). Their contents mean nothing between calls. Safe to share between the envs of
+    one instance: the kernels hold the GIL (none is ``nogil``), so one compiled call at a time
+    uses them, from start to end. Internal to :mod:`.dynamics`.
+
+    Attributes:
+        target, projected: ``(E K,)``: a copy's target and its projection, in the projection
+            plan's block layout.
+        load: ``(sum_n G_n,)``: the loads of the plan's block columns.
+        work: ``(WORK_ROWS sum_n G_n,)``: the projection's scratch.
+    """
+
+    target: np.ndarray
+    projected: np.ndarray
+    load: np.ndarray
+    work: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -297,10 +308,16 @@ class GainOverheadInstance:
                             np.array(self.inverse_capacities), np.array(self.edge_codes),
                             np.array(self.edge_alpha), float(self.reciprocal_scale),
                             np.array(self.type_starts), np.array(self.beta),
-                            self.edge_codes.reshape(-1)[p.entries],
-                            self.edge_alpha.reshape(-1)[p.entries],
                             bool(np.all(self.edge_codes == LINEAR)),
                             np.array(self.edge_caps).reshape(-1))
+
+    @cached_property
+    def step_scratch(self) -> StepScratch:
+        """The compiled step's working arrays (see :class:`StepScratch`); internal to
+        :mod:`.dynamics`."""
+        size, n_cols = self.n_edges * self.n_resources, self.projection_plan.capacity.size
+        return StepScratch(np.empty(size), np.empty(size), np.empty(n_cols),
+                           np.empty(WORK_ROWS * n_cols))
 
     @cached_property
     def group_gather(self) -> np.ndarray:

@@ -32,8 +32,6 @@ def test_plan_by_hand():
     # block n=1 (1, 2): caps of edge 2 (type 1); block n=2 (2, 2): edge 0's then edge 1's
     assert plan.caps.tolist() == [4.0, 1.0, 2.0, 3.0, 4.0, 1.0]
     assert plan.capacity.tolist() == [5.0, 0.5, 3.0, 2.0]
-    # the block position of each edge's resource 0: edge 0 at 2, edge 1 at 4, edge 2 at 0
-    assert plan.edge_start.tolist() == [2, 4, 0]
     for a in plan:
         assert not a.flags.writeable
 
@@ -49,14 +47,17 @@ def test_projection_by_hand_with_an_empty_instance():
 
 
 @pytest.mark.parametrize("density", [2.0, 2.5, 3.0])
-def test_edge_start_is_where_entries_puts_each_channel(density):
-    """The permutation moves ``K`` contiguous entries per channel: ``entries[edge_start[e] +
-    k] = e K + k`` for every channel ``e`` and resource ``k``."""
+def test_entries_is_a_permutation_of_whole_channels(density):
+    """Every entry ``e K + k`` of an allocation has exactly one block position (the step
+    scatters the projected block buffer back through ``entries``, so each is written once),
+    and a channel's ``K`` resources sit side by side in one block row."""
     inst = generate({**DEFAULTS, "n_instances": 40, "density": density}, 3)
     plan, K = inst.projection_plan, inst.n_resources
-    where = plan.edge_start[:, None] + np.arange(K)
-    np.testing.assert_array_equal(plan.entries[where],
-                                  np.arange(inst.n_edges)[:, None] * K + np.arange(K))
+    np.testing.assert_array_equal(np.sort(plan.entries), np.arange(inst.n_edges * K))
+    position = np.empty_like(plan.entries)
+    position[plan.entries] = np.arange(plan.entries.size)
+    start = position[::K]  # block position of each channel's resource 0
+    np.testing.assert_array_equal(position.reshape(-1, K), start[:, None] + np.arange(K))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
