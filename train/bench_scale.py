@@ -476,16 +476,287 @@ def exponent_table(cases: Sequence[Case], limit_min: float = 10.0) -> str:
     return "\n".join(rows)
 
 
+def _block_span(path: Path, doc: str) -> tuple[int, int]:
+    """Where the text between :data:`BEGIN` and :data:`END` of ``doc`` starts and ends (both
+    markers must be there, once each, in that order)."""
+    i, j = doc.find(BEGIN), doc.find(END)
+    if i < 0 or j < i or doc.count(BEGIN) != 1 or doc.count(END) != 1:
+        raise ValueError(f"--write-doc {path} is invalid: it must hold the lines {BEGIN} and "
+                         f"{END} once each, in that order")
+    return i + len(BEGIN), j
+
+
+def read_block(path: str | Path) -> str:
+    """The text of ``path`` between :data:`BEGIN` and :data:`END` (refused in one line where the
+    markers are not there once each)."""
+    path = Path(path)
+    doc = path.read_text()
+    i, j = _block_span(path, doc)
+    return doc[i:j]
+
+
 def write_doc(path: str | Path, text: str) -> None:
     """Replace the part of ``path`` between :data:`BEGIN` and :data:`END` by ``text`` (both
     markers must be there, once each, in that order)."""
     path = Path(path)
     doc = path.read_text()
-    i, j = doc.find(BEGIN), doc.find(END)
-    if i < 0 or j < i or doc.count(BEGIN) != 1 or doc.count(END) != 1:
-        raise ValueError(f"--write-doc {path} is invalid: it must hold the lines {BEGIN} and "
-                         f"{END} once each, in that order")
-    path.write_text(doc[:i + len(BEGIN)] + "\n" + text.rstrip() + "\n" + doc[j:])
+    i, j = _block_span(path, doc)
+    path.write_text(doc[:i] + "\n" + text.rstrip() + "\n" + doc[j:])
+
+
+# --------------------------------------------------------------------------- merging into the doc
+#
+# The doc's block: one stamp line per run ("run N: <date>, commit, load, ...; measured <env>:
+# <agents> at <sizes>."), the case table with a last column "run" (the stamp that measured the
+# row), then the exponent table. A partial run (``--envs``/``--agents``/``--sizes``) replaces
+# the rows it measured and keeps every other row as it was; a run that measured none of a
+# stamp's remaining rows drops that stamp, and the stamps are renumbered in order. A block
+# written before the run column existed (one stamp line, no "run" column) is read as run 1.
+
+#: The case table's head in the doc: :data:`TABLE_HEAD` and the column of the run.
+DOC_HEAD = "\n".join(line + (" run |" if k == 0 else "---:|")
+                     for k, line in enumerate(TABLE_HEAD.splitlines()))
+#: A stamp line: ``run N: text``.
+_STAMP = re.compile(r"^run (\d+): (.+)$")
+#: The episode cell of an ``ok`` row: ``2.4 min (2,000 steps)`` and maybe ``(note)``.
+_EPISODE = re.compile(r"^([\d,.]+) (s|min) \(([\d,]+) steps\)(?: \((.*)\))?$")
+_NOT_OK = {"refused": "refused", "timed out": "timeout", "error": "error"}
+#: The case table's columns (the doc's has one more: the run).
+_N_CELLS = len(TABLE_HEAD.splitlines()[0].strip().strip("|").split("|"))
+
+
+@dataclass
+class DocRow(Case):
+    """A case read back from the doc's table (:func:`parse_block`): the figures as printed
+    (rounded: ``ref_ms_*`` is the printed figure over its printed ratio), the episode as
+    printed (``episode_given``, CPU minutes), the row's text without its run cell and the run
+    (stamp number) that measured it."""
+
+    episode_given: float = math.nan
+    text: str = ""
+    run: int = 1
+
+    @property
+    def episode_min(self) -> float:  # type: ignore[override]
+        return self.episode_given
+
+
+@dataclass
+class Block:
+    """The doc's block as :func:`parse_block` reads it: the stamp lines by run number (the text
+    after ``run N: ``), the case rows in table order, the exponent table's rows by
+    ``(env id, agent)``."""
+
+    stamps: dict[int, str]
+    rows: list[DocRow]
+    fits: dict[tuple[str, str], str]
+
+
+def _num(cell: str) -> float:
+    """A printed figure (``1,591.1``, ``4,687x``, ``—``) -> float (``—``: NaN)."""
+    cell = cell.strip().removesuffix("x").replace(",", "")
+    if cell in ("—", ""):
+        return math.nan
+    return float(cell)
+
+
+def _cells(line: str) -> list[str]:
+    if not (line.startswith("|") and line.endswith("|")):
+        raise ValueError("not a table row")
+    return [c.strip() for c in line[1:-1].split("|")]
+
+
+def _env_of_short(short: str) -> str:
+    for env_id in ENVS.values():
+        if _short(env_id) == short:
+            return env_id
+    raise ValueError(f"env {short!r} is not one of {', '.join(_short(e) for e in ENVS.values())}")
+
+
+def parse_row(line: str, run: int | None) -> DocRow:
+    """One row of the doc's case table -> :class:`DocRow`; ``run``: the stamp of a block
+    without the run column (else the last cell says it). Anything else is a ValueError."""
+    cells = _cells(line)
+    run_given = run is not None
+    if run is None:
+        if len(cells) != _N_CELLS + 1 or not cells[-1].isdigit():
+            raise ValueError(f"expected {_N_CELLS + 1} cells, the last the run number")
+        run, cells = int(cells[-1]), cells[:-1]
+    elif len(cells) != _N_CELLS:
+        raise ValueError(f"expected {_N_CELLS} cells")
+    env, agent, size = cells[0], cells[1], cells[2]
+    size_factor(size)
+    # the row as printed, without its run cell
+    text = line if run_given else "|" + "|".join(line[1:-1].split("|")[:-1]) + "|"
+    row = DocRow(_env_of_short(env), agent, size, text=text, run=run)
+    row.channels = 0 if cells[3] == "—" else int(_num(cells[3]))
+    first = cells[4]
+    word = next((w for w in _NOT_OK if first.startswith(w + ": ")), None)
+    if word is not None:
+        row.status = _NOT_OK[word]
+        reason = first[len(word) + 2:]
+        row.reason = f"timed out {reason}" if row.status == "timeout" else reason
+        row.peak_rss_mb, row.world_mb = _num(cells[8]), _num(cells[9])
+        return row
+    m = _EPISODE.match(cells[10])
+    if m is None:
+        raise ValueError(f"episode cell {cells[10]!r} is not 'N s|min (N steps)'")
+    row.ms_decision, row.ms_step = _num(cells[4]), _num(cells[6])
+    r_dec, r_step = _num(cells[5]), _num(cells[7])
+    row.ref_ms_decision = row.ms_decision / r_dec if r_dec > 0 else math.nan
+    row.ref_ms_step = row.ms_step / r_step if r_step > 0 else math.nan
+    row.peak_rss_mb, row.world_mb = _num(cells[8]), _num(cells[9])
+    value = _num(m.group(1))
+    row.episode_given = value / 60 if m.group(2) == "s" else value
+    row.episode_len = int(_num(m.group(3)))
+    row.note = m.group(4) or ""
+    return row
+
+
+def parse_block(block: str, path: str | Path = "the doc") -> Block:
+    """The doc's block (:func:`read_block`) -> :class:`Block`. An empty block is an empty one;
+    one that cannot be read whole is refused in one line (a partial run never drops rows it
+    cannot read)."""
+    lines = [ln.strip() for ln in block.strip().splitlines()]
+    stamps: dict[int, str] = {}
+    rows: list[DocRow] = []
+    fits: dict[tuple[str, str], str] = {}
+    legacy: str | None = None
+    part = "stamps"
+    run_column: bool | None = None
+    seen: set[tuple[str, str, str]] = set()
+    for k, line in enumerate(lines, 1):
+        try:
+            if not line:
+                continue
+            if line == DOC_HEAD.splitlines()[0] or line == TABLE_HEAD.splitlines()[0]:
+                if part != "stamps":
+                    raise ValueError("a second case table")
+                part, run_column = "head", line == DOC_HEAD.splitlines()[0]
+            elif line.startswith("| env | agent | exponent:"):
+                if part not in ("rows", "head"):
+                    raise ValueError("the exponent table before the case table")
+                part = "fit-head"
+            elif line.startswith("|---"):
+                if part not in ("head", "fit-head"):
+                    raise ValueError("a stray separator line")
+                part = "rows" if part == "head" else "fits"
+            elif part == "stamps":
+                m = _STAMP.match(line)
+                if m:
+                    if int(m.group(1)) in stamps:
+                        raise ValueError(f"run {m.group(1)} stamped twice")
+                    stamps[int(m.group(1))] = m.group(2)
+                elif legacy is None and not stamps:
+                    legacy = line
+                else:
+                    raise ValueError("expected one stamp line per run, 'run N: ...'")
+            elif part == "rows":
+                row = parse_row(line, None if run_column else 1)
+                key = (row.env_id, row.agent, row.size)
+                if key in seen:
+                    raise ValueError(f"a second row of {_short(key[0])} {key[1]} {key[2]}")
+                seen.add(key)
+                rows.append(row)
+            elif part == "fits":
+                cells = _cells(line)
+                if len(cells) != 6:
+                    raise ValueError("expected 6 cells in the exponent table")
+                fits[(_env_of_short(cells[0]), cells[1])] = line
+            else:
+                raise ValueError("text where a table was expected")
+        except ValueError as exc:
+            raise ValueError(f"--write-doc {path} is invalid: its bench-scale block cannot be "
+                             f"merged (line {k} of the block, {line[:60]!r}: {exc}); fix it or "
+                             "run the whole bench (no --envs/--agents/--sizes)") from None
+    where = f"--write-doc {path} is invalid: its bench-scale block cannot be merged"
+    if lines and part not in ("rows", "fits"):
+        raise ValueError(f"{where} (no case table found); fix it or run the whole bench")
+    if legacy is not None:
+        if run_column:
+            raise ValueError(f"{where} (rows name runs but no line says 'run N: ...')")
+        stamps = {1: legacy}
+    missing = sorted({r.run for r in rows} - set(stamps))
+    if missing:
+        raise ValueError(f"{where} (rows of run {missing[0]}, which no stamp line names)")
+    return Block(stamps, rows, fits)
+
+
+def coverage(cases: Sequence[Case]) -> str:
+    """What a run measured, per env: ``GainOverhead-v0: drf, fairness at 1x, cluster``."""
+    out = []
+    for env_id in dict.fromkeys(c.env_id for c in cases):
+        mine = [c for c in cases if c.env_id == env_id]
+        agents = ", ".join(dict.fromkeys(c.agent for c in mine))
+        sizes = ", ".join(dict.fromkeys(c.size for c in mine))
+        out.append(f"{_short(env_id)}: {agents} at {sizes}")
+    return "; ".join(out)
+
+
+def _with_run(text: str, run: int) -> str:
+    return f"{text} {run} |"
+
+
+def merge_block(old: Block | None, cases: Sequence[Case], stamp: str) -> str:
+    """The doc's new block: ``old`` (None: a full run, nothing kept) with the rows of ``cases``
+    in place of the same (env, agent, size) rows, the others kept as they were; ``stamp`` (this
+    run's line, without ``run N: ``) after the older stamps that still measured a row; the
+    exponent table recomputed for every (env, agent) measured now from its rows in the merged
+    table (older rows of it as printed), the other pairs' rows kept."""
+    new = {(c.env_id, c.agent, c.size): c for c in cases}
+    rows: list[Case] = []
+    runs: dict[tuple[str, str, str], int] = {}
+    placed: set[tuple[str, str, str]] = set()
+    for r in old.rows if old else []:
+        key = (r.env_id, r.agent, r.size)
+        if key in new:
+            rows.append(new[key])
+            placed.add(key)
+        else:
+            rows.append(r)
+            runs[key] = r.run
+    for c in cases:  # a row the doc did not have: after its pair's rows, else its env's, else last
+        key = (c.env_id, c.agent, c.size)
+        if key in placed:
+            continue
+        pair = [k for k, r in enumerate(rows) if (r.env_id, r.agent) == key[:2]]
+        env = [k for k, r in enumerate(rows) if r.env_id == key[0]]
+        at = (pair or env or [len(rows) - 1])[-1] + 1
+        rows.insert(at, c)
+        placed.add(key)
+    kept = sorted(set(runs.values()))
+    number = {old_run: k for k, old_run in enumerate(kept, 1)}
+    now = len(kept) + 1
+    stamps = [f"run {number[r]}: {old.stamps[r]}" for r in kept] if old else []
+    stamps.append(f"run {now}: {stamp}")
+    lines = [DOC_HEAD]
+    for r in rows:
+        key = (r.env_id, r.agent, r.size)
+        if key in runs:
+            assert isinstance(r, DocRow)
+            lines.append(_with_run(r.text, number[runs[key]]))
+        else:
+            lines.append(_with_run(case_row(r), now))
+    measured = {(c.env_id, c.agent) for c in cases}
+    fresh = exponent_table([r for r in rows if (r.env_id, r.agent) in measured]).splitlines()
+    fresh_rows = {(_env_of_short(_cells(ln)[0]), _cells(ln)[1]): ln for ln in fresh[2:]}
+    fit_rows = fresh[:2]
+    for pair in dict.fromkeys((r.env_id, r.agent) for r in rows):
+        if pair in fresh_rows:
+            fit_rows.append(fresh_rows[pair])
+        elif old and pair in old.fits:
+            fit_rows.append(old.fits[pair])
+        else:  # a pair the old exponent table lacked: from its rows as printed
+            fit_rows.append(exponent_table([r for r in rows
+                                            if (r.env_id, r.agent) == pair]).splitlines()[2])
+    return "\n\n".join(["\n".join(stamps), "\n".join(lines), "\n".join(fit_rows)])
+
+
+def is_full(opts: Options) -> bool:
+    """Whether ``opts`` runs the whole bench (every env, agent, size): its table replaces the
+    doc's block whole; any other run merges into it (:func:`merge_block`)."""
+    return (opts.agents is None and set(opts.envs) == set(ENVS.values())
+            and set(opts.sizes) == set(SIZES))
 
 
 # --------------------------------------------------------------------------- the command
@@ -588,7 +859,11 @@ def header(opts: Options) -> str:
 
 def run(opts: Options, echo: Callable[[str], None] = print) -> list[Case]:
     """Every case of :func:`plan`, a row echoed as each ends; then the exponents; the tables
-    written where ``opts`` says."""
+    written where ``opts`` says (a partial run merged into the doc's block, which is read and
+    checked before the first case runs, so that an unreadable one is refused at once)."""
+    old = None
+    if opts.write_doc and not is_full(opts):
+        old = parse_block(read_block(opts.write_doc), opts.write_doc)
     start = header(opts)
     echo(start)
     echo(TABLE_HEAD)
@@ -605,7 +880,8 @@ def run(opts: Options, echo: Callable[[str], None] = print) -> list[Case]:
     if opts.json:
         Path(opts.json).write_text(json.dumps([asdict(c) for c in cases], indent=1))
     if opts.write_doc:
-        write_doc(opts.write_doc, "\n\n".join([f"{start}; {end}.", table(cases), fits]))
+        stamp = f"{start}; {end}; measured {coverage(cases) or 'nothing'}."
+        write_doc(opts.write_doc, merge_block(old, cases, stamp))
     return cases
 
 
