@@ -537,7 +537,7 @@ class DocRow(Case):
     run: int = 1
 
     @property
-    def episode_min(self) -> float:  # type: ignore[override]
+    def episode_min(self) -> float:
         return self.episode_given
 
 
@@ -707,21 +707,21 @@ def merge_block(old: Block | None, cases: Sequence[Case], stamp: str) -> str:
     rows: list[Case] = []
     runs: dict[tuple[str, str, str], int] = {}
     placed: set[tuple[str, str, str]] = set()
-    for r in old.rows if old else []:
-        key = (r.env_id, r.agent, r.size)
+    for d in old.rows if old else []:
+        key = (d.env_id, d.agent, d.size)
         if key in new:
             rows.append(new[key])
             placed.add(key)
         else:
-            rows.append(r)
-            runs[key] = r.run
+            rows.append(d)
+            runs[key] = d.run
     for c in cases:  # a row the doc did not have: after its pair's rows, else its env's, else last
         key = (c.env_id, c.agent, c.size)
         if key in placed:
             continue
-        pair = [k for k, r in enumerate(rows) if (r.env_id, r.agent) == key[:2]]
-        env = [k for k, r in enumerate(rows) if r.env_id == key[0]]
-        at = (pair or env or [len(rows) - 1])[-1] + 1
+        same_pair = [k for k, r in enumerate(rows) if (r.env_id, r.agent) == key[:2]]
+        same_env = [k for k, r in enumerate(rows) if r.env_id == key[0]]
+        at = (same_pair or same_env or [len(rows) - 1])[-1] + 1
         rows.insert(at, c)
         placed.add(key)
     kept = sorted(set(runs.values()))
