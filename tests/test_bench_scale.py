@@ -335,6 +335,21 @@ def test_run_merges_a_partial_run_and_refuses_an_unreadable_block_before_running
     assert "measured GainOverhead-v0: drf at 4x." in text and text.endswith(f"{bs.END}\nafter\n")
     assert _rows(old)[("GainOverhead-v0", "fairness", "4x")] == \
         rows[("GainOverhead-v0", "fairness", "4x")]
+    # a row that another run wrote into the doc while this one ran is kept
+    def other_run(*args, **kwargs):
+        other = bs.merge_block(bs.parse_block(bs.read_block(doc)), [_go("ogasched", "1x", 1)],
+                               "meanwhile; measured ogasched at 1x.")
+        bs.write_doc(doc, other)
+        return fake(*args, **kwargs)
+
+    fake = bs.run_case
+    monkeypatch.setattr(bs, "run_case", other_run)
+    bs.run(bs.Options([GO], ["fairness"], ["1x"], write_doc=str(doc)), echo=lambda s: None)
+    rows = _rows(doc.read_text())
+    assert rows[("GainOverhead-v0", "ogasched", "1x")].endswith(" 3 |")
+    assert rows[("GainOverhead-v0", "fairness", "1x")].endswith(" 4 |")
+    assert rows[("GainOverhead-v0", "drf", "4x")].endswith(" 2 |") and len(rows) == 11
+    monkeypatch.setattr(bs, "run_case", fake)
     doc.write_text(f"{bs.BEGIN}\nnot a table\n{bs.END}\n")
     calls.clear()
     with pytest.raises(ValueError, match="cannot be merged"):

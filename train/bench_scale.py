@@ -860,7 +860,8 @@ def header(opts: Options) -> str:
 def run(opts: Options, echo: Callable[[str], None] = print) -> list[Case]:
     """Every case of :func:`plan`, a row echoed as each ends; then the exponents; the tables
     written where ``opts`` says (a partial run merged into the doc's block, which is read and
-    checked before the first case runs, so that an unreadable one is refused at once)."""
+    checked before the first case runs, so that an unreadable one is refused at once, and read
+    again to merge into at the end, so that what changed there meanwhile is kept)."""
     old = None
     if opts.write_doc and not is_full(opts):
         old = parse_block(read_block(opts.write_doc), opts.write_doc)
@@ -880,6 +881,8 @@ def run(opts: Options, echo: Callable[[str], None] = print) -> list[Case]:
     if opts.json:
         Path(opts.json).write_text(json.dumps([asdict(c) for c in cases], indent=1))
     if opts.write_doc:
+        if old is not None:  # read again: the doc may have changed during the run
+            old = parse_block(read_block(opts.write_doc), opts.write_doc)
         stamp = f"{start}; {end}; measured {coverage(cases) or 'nothing'}."
         write_doc(opts.write_doc, merge_block(old, cases, stamp))
     return cases
