@@ -34,6 +34,11 @@ row "refused: <reason>"; any other exception "error: <type>: <message>"; a case 
 The step counts are few (the default 20 slots or jobs): an agent whose decision grows along
 the episode (ESDP's budget levels grow with the slot) is timed at its cheap start, and the
 extrapolated episode is a lower bound for it.
+
+``--write-doc`` with ``--envs``/``--agents``/``--sizes`` merges into the doc's table
+(:func:`merge_block`): the rows measured replace the same (env, agent, size) rows, the others
+stay; one stamp line per run and a last column naming each row's run; the whole bench replaces
+the block.
 """
 
 from __future__ import annotations
