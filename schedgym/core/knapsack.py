@@ -188,19 +188,21 @@ def _last_finite(W: np.ndarray, top: np.ndarray, levels: int) -> None:  # pragma
 @numba.njit(cache=True)
 def _budget_items(W: np.ndarray, top: np.ndarray, v: np.ndarray, b: np.ndarray, A: np.ndarray,
                   c: np.ndarray, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
-                  take: np.ndarray, start: np.ndarray, box: np.ndarray,
+                  take: np.ndarray, rows: np.ndarray, box: np.ndarray,
                   levels: int) -> None:  # pragma: no cover - compiled
     """Algorithm 2 over items ``hi-1 .. lo`` on the table ``W`` (``(n_c, n_s)``, updated in
-    place from ``W_hi`` to ``W_lo``). Item ``i``'s back-pointers go to its block
-    ``take[start[i]:]`` (``(n_c, min(reach[i] + 1, levels))``, zeros on entry);
-    ``start[i] < 0`` (or an empty ``take``) keeps none (they land in a scratch row).
+    place from ``W_hi`` to ``W_lo``). The back-pointers of item ``i`` at capacity state ``f``
+    (one per level computed there, from level 0) are appended to ``take`` (bool, at least
+    :func:`_pointer_bound` long); ``rows[(i - lo) n_c + f]`` = ``(start in take, levels
+    computed)`` (int64 ``((hi - lo) n_c, 2)``, zeros on entry: a row not computed has length
+    0, i.e. the item is not taken there). An empty ``take`` keeps no back-pointer (values only).
 
     Exact shortcuts, none of which changes a value or a back-pointer that is read:
 
     - ``top[f]`` (int64 ``(n_c,)``, updated in place) bounds the last finite level of
       ``W[f]``; item ``i``'s candidate ``v_i + W[f - A_i, s - b_i]`` is ``-inf`` above
-      ``top[f - A_i] + b_i``, never an improvement, so those levels are skipped (their
-      back-pointers stay 0, the table stays as it is). With the few channels that fit in a
+      ``top[f - A_i] + b_i``, never an improvement, so those levels are skipped (the table
+      stays as it is; their back-pointer is "not taken"). With the few channels that fit in a
       small capacity, most states have far fewer finite levels than ``S + 1``.
     - only the states componentwise ``<= box`` and the levels ``< levels`` are computed: a
       state reads only states below it, a level only levels below it, so these are exact
@@ -211,17 +213,23 @@ def _budget_items(W: np.ndarray, top: np.ndarray, v: np.ndarray, b: np.ndarray, 
     n_c = st[0] * (c[0] + 1)
     d = _digits(c, st)
     scratch = np.zeros(W.shape[1], dtype=np.bool_)
+    keep = take.shape[0] > 0
+    pos = 0
     for i in range(hi - 1, lo - 1, -1):
         if not ok[i]:
             continue
         off = _offset(A, i, st)
-        rows = min(reach[i] + 1, levels)
-        keep = take.shape[0] > 0 and start[i] >= 0
+        cap = min(reach[i] + 1, levels)  # levels above reach[i] are -inf for W_i
         for f in range(n_c - 1, off - 1, -1):
             if _fits(d, f, A, i) and _in_box(d, f, box):
-                row = take[start[i] + f * rows:] if keep else scratch
                 # levels above top[f - off] + b_i: candidate -inf, nothing to do
-                n = min(rows, top[f - off] + b[i] + 1)
+                n = min(cap, top[f - off] + b[i] + 1)
+                row = scratch
+                if keep:
+                    row = take[pos:pos + n]
+                    rows[(i - lo) * n_c + f, 0] = pos
+                    rows[(i - lo) * n_c + f, 1] = n
+                    pos += n
                 _budget_row(W[f - off], W[f], row, n, b[i], v[i])
                 top[f] = max(top[f], n - 1)
 
@@ -241,18 +249,25 @@ def _base_tops(n_c: int) -> np.ndarray:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _blocks(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
-            levels: int) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
-    """Offsets of the back-pointer blocks of items ``lo..hi-1`` (``-1``: not allowed) in one
-    flat array, and its length ``sum n_c min(reach[i] + 1, levels)``: item ``i`` has one
-    back-pointer per capacity state and level ``< min(reach[i] + 1, levels)``."""
-    start = np.full(ok.shape[0], -1, dtype=np.int64)
+def _pointer_bound(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
+                   levels: int) -> int:  # pragma: no cover - compiled
+    """At most how many back-pointers items ``lo..hi-1`` keep: ``sum n_c min(reach[i] + 1,
+    levels)`` over the allowed ones (one per capacity state and level each can touch). Their
+    array is allocated this long but uninitialised: the memory pages it does not write (the
+    levels :func:`_budget_items` skips) are never touched."""
     total = 0
     for i in range(lo, hi):
         if ok[i]:
-            start[i] = total
             total += n_c * min(reach[i] + 1, levels)
-    return start, total
+    return total
+
+
+@numba.njit(cache=True)
+def _pointers(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
+              levels: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Empty back-pointers of items ``lo..hi-1`` for :func:`_budget_items`: ``(take, rows)``."""
+    take = np.empty(_pointer_bound(n_c, ok, reach, lo, hi, levels), dtype=np.bool_)
+    return take, np.zeros(((hi - lo) * n_c, 2), dtype=np.int64)
 
 
 @numba.njit(cache=True)
@@ -264,15 +279,16 @@ def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, 
     (``W_E = 0`` at ``s = 0``, ``-inf`` elsewhere):
     ``take = v_i + W[c' - A_i, max(s - b_i, 0)]``; ``W = max(skip, take)``, ties kept as skip.
     Item ``i`` touches only levels ``0..reach[i]``. Returns ``(V*(s) (n_s,), back-pointers (flat
-    bool), offset of item i's block (E,))``; item ``i``'s block is ``(n_c, reach[i] + 1)``.
-    Memory: :func:`budgeted_memory` ``"full"``."""
+    bool), rows)``: item ``i``'s back-pointers at state ``f`` are ``take[r0:r0 + n]`` with
+    ``(r0, n) = rows[i n_c + f]`` (levels ``>= n``: not taken). Memory: at most
+    :func:`budgeted_memory` ``"full"`` (the levels skipped are never written), plus 16 bytes
+    of ``rows`` per item and capacity state."""
     E = v.shape[0]
     n_c = _strides(c)[0] * (c[0] + 1)
     W = _base_table(n_c, n_s)
-    start, total = _blocks(n_c, ok, reach, _ZERO, E, n_s)
-    take = np.zeros(total, dtype=np.bool_)
-    _budget_items(W, _base_tops(n_c), v, b, A, c, ok, reach, _ZERO, E, take, start, c, n_s)
-    return W[n_c - 1].copy(), take, start
+    take, rows = _pointers(n_c, ok, reach, _ZERO, E, n_s)
+    _budget_items(W, _base_tops(n_c), v, b, A, c, ok, reach, _ZERO, E, take, rows, c, n_s)
+    return W[n_c - 1].copy(), take, rows
 
 
 @numba.njit(cache=True)
@@ -291,10 +307,10 @@ def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarr
     top = _base_tops(n_c)
     ck = np.empty((n_seg - 1, n_c, n_s))
     none = np.zeros(0, dtype=np.bool_)
-    start = np.full(E, -1, dtype=np.int64)
+    no_rows = np.zeros((0, 2), dtype=np.int64)
     for j in range(n_seg - 1, -1, -1):
         lo, hi = j * segment, min(E, (j + 1) * segment)
-        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, none, start, c, n_s)
+        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, none, no_rows, c, n_s)
         if j > 0:
             ck[j - 1] = W
     return W[n_c - 1].copy(), ck
@@ -307,7 +323,9 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
     """A maximiser of budget level ``s`` (int8 ``(E,)``) from :func:`checkpointed_tables`'
     checkpoints: segment by segment from the first item, rebuild the segment's back-pointers
     from the table after it (``W_E`` or a checkpoint) and walk them forwards, as
-    :func:`budgeted_selection` walks the full ones (the same maximiser)."""
+    :func:`budgeted_selection` walks the full ones (the same maximiser). The walk from state
+    ``cur`` and level ``s`` only goes down, so each segment is rebuilt on the states
+    ``<= cur`` and the levels ``<= s`` only."""
     E = v.shape[0]
     st = _strides(c)
     n_c = st[0] * (c[0] + 1)
@@ -317,7 +335,6 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
     x = np.zeros(E, dtype=np.int8)
     for j in range(n_seg):
         lo, hi = j * segment, min(E, (j + 1) * segment)
-        # the walk from (cur, s) only goes down: recompute the states <= cur, levels <= s
         levels = s + 1
         if j == n_seg - 1:
             W, top = _base_table(n_c, levels), _base_tops(n_c)
@@ -325,11 +342,10 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
             W = ck[j, :, :levels].copy()
             top = np.empty(n_c, dtype=np.int64)
             _last_finite(W, top, levels)
-        start, total = _blocks(n_c, ok, reach, lo, hi, levels)
-        take = np.zeros(total, dtype=np.bool_)
-        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, take, start, d[cur].copy(),
+        take, rows = _pointers(n_c, ok, reach, lo, hi, levels)
+        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, take, rows, d[cur].copy(),
                       levels)
-        s, cur = _walk(A, b, st, reach, take, start, lo, hi, s, cur, x, levels)
+        s, cur = _walk(A, b, st, take, rows, lo, hi, s, cur, x)
     return x
 
 
@@ -387,32 +403,29 @@ def reachable_levels(b: np.ndarray, ok: np.ndarray, kmax: int,
 
 
 @numba.njit(cache=True)
-def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, reach: np.ndarray,
-                       take: np.ndarray, start: np.ndarray) -> np.ndarray:  # pragma: no cover
+def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, take: np.ndarray,
+                       rows: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """Compiled: a maximiser of budget level ``s`` (int8 ``(E,)``), reconstructed forwards from
-    the back-pointers of :func:`budgeted_tables`."""
+    the back-pointers ``(take, rows)`` of :func:`budgeted_tables`."""
     E = A.shape[1]
     st = _strides(c)
     x = np.zeros(E, dtype=np.int8)
-    _walk(A, b, st, reach, take, start, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x,
-          reach[0] + 1)
+    _walk(A, b, st, take, rows, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x)
     return x
 
 
 @numba.njit(cache=True)
-def _walk(A: np.ndarray, b: np.ndarray, st: np.ndarray, reach: np.ndarray, take: np.ndarray,
-          start: np.ndarray, lo: int, hi: int, s: int, cur: int, x: np.ndarray,
-          levels: int) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Walk items ``lo..hi-1`` forwards through their back-pointers ``take`` (blocks at
-    ``start``, ``(n_c, min(reach[i] + 1, levels))`` each; ``-1``: item not allowed) from
-    budget level ``s < levels`` and capacity state ``cur``, setting ``x[i] = 1`` for every item
-    taken; returns the ``(s, cur)`` after them (the full DP walks every item at once, the
-    checkpointed one a segment at a time)."""
+def _walk(A: np.ndarray, b: np.ndarray, st: np.ndarray, take: np.ndarray, rows: np.ndarray,
+          lo: int, hi: int, s: int, cur: int,
+          x: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Walk items ``lo..hi-1`` forwards through their back-pointers (``take``, ``rows`` of
+    :func:`_budget_items`) from budget level ``s`` and capacity state ``cur``, setting ``x[i] =
+    1`` for every item taken; returns the ``(s, cur)`` after them (the full DP walks every item
+    at once, the checkpointed one a segment at a time)."""
+    n_c = rows.shape[0] // max(hi - lo, 1)
     for i in range(lo, hi):
-        if start[i] < 0:
-            continue
-        rows = min(reach[i] + 1, levels)
-        if s < rows and take[start[i] + cur * rows + s]:
+        r0, n = rows[(i - lo) * n_c + cur, 0], rows[(i - lo) * n_c + cur, 1]
+        if s < n and take[r0 + s]:
             x[i] = 1
             s = max(s - b[i], 0)
             cur -= _offset(A, i, st)
@@ -453,7 +466,7 @@ class BudgetedSolution:
     values: np.ndarray
     max_budget: int
     _take: np.ndarray
-    _start: np.ndarray
+    _rows: np.ndarray
     _reach: np.ndarray
     _weights: np.ndarray
     _capacity: np.ndarray
@@ -474,7 +487,7 @@ class BudgetedSolution:
                                           self._weights, self._capacity, self._ok, self._reach,
                                           self.max_budget + 1, self._segment, self._take)
         return budgeted_selection(int(s), self._weights, self._budgets, self._capacity,
-                                self._reach, self._take, self._start)
+                                  self._take, self._rows)
 
 
 def budgeted_knapsack(
@@ -526,6 +539,7 @@ def budgeted_knapsack(
         if seg < 1:
             raise ValueError(f"segment={segment!r} is invalid: must be None or an integer >= 1")
         top, ck = checkpointed_tables(v, b, A, c, ok, reach, S + 1, seg)
-        return BudgetedSolution(top, S, ck, np.zeros(0, np.int64), reach, A, c, b, seg, v, ok)
-    top, take, start = budgeted_tables(v, b, A, c, ok, reach, S + 1)
-    return BudgetedSolution(top, S, take, start, reach, A, c, b)
+        return BudgetedSolution(top, S, ck, np.zeros((0, 2), np.int64), reach, A, c, b, seg, v,
+                                ok)
+    top, take, rows = budgeted_tables(v, b, A, c, ok, reach, S + 1)
+    return BudgetedSolution(top, S, take, rows, reach, A, c, b)
