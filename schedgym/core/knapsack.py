@@ -175,14 +175,36 @@ def _in_box(d: np.ndarray, f: int, box: np.ndarray) -> bool:  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def _last_finite(W: np.ndarray, top: np.ndarray, levels: int) -> None:  # pragma: no cover
-    """``top[f]`` = the last finite level of ``W[f]`` below ``levels`` (level 0 always is:
-    the empty selection), for a table that does not carry its own (a checkpoint)."""
+def _save_checkpoint(W: np.ndarray, top: np.ndarray,
+                     ck: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Copy the finite part of every state of ``W`` into the checkpoint ``ck`` (uninitialised,
+    same shape): levels ``0..top[f]``, then one ``-inf`` that ends it (unless the row is full).
+    The levels above are left unwritten (their memory pages untouched where whole)."""
+    n_s = W.shape[1]
     for f in range(W.shape[0]):
-        s = levels - 1
-        while s > 0 and not np.isfinite(W[f, s]):
-            s -= 1
-        top[f] = s
+        n = top[f] + 1
+        ck[f, :n] = W[f, :n]
+        if n < n_s:
+            ck[f, n] = -np.inf
+
+
+@numba.njit(cache=True)
+def _load_checkpoint(ck: np.ndarray,
+                     levels: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Compiled: the table saved by :func:`_save_checkpoint`, levels ``< levels`` (float64 ``(n_c,
+    levels)``), and the last finite level of each state (``top``). A state's row is
+    non-increasing in the level (a higher budget only removes selections), so its finite
+    levels are a prefix that the first ``-inf`` ends."""
+    n_c = ck.shape[0]
+    W = np.full((n_c, levels), -np.inf)
+    top = np.zeros(n_c, dtype=np.int64)
+    for f in range(n_c):
+        s = 0
+        while s < levels and ck[f, s] > -np.inf:
+            W[f, s] = ck[f, s]
+            s += 1
+        top[f] = max(s - 1, 0)
+    return W, top
 
 
 @numba.njit(cache=True)
@@ -299,7 +321,8 @@ def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarr
     checkpoints)``, ``checkpoints[j]`` = the table ``W_i`` at ``i = (j + 1) segment`` (float64
     ``(ceil(E / segment) - 1, n_c, n_s)``), from which :func:`checkpointed_selection` recomputes
     one segment's back-pointers at a time. Same arithmetic in the same order, so the same
-    values."""
+    values. Each checkpoint holds a state's finite levels and the ``-inf`` that ends them; the
+    levels above are not written (:func:`_save_checkpoint`)."""
     E = v.shape[0]
     n_c = _strides(c)[0] * (c[0] + 1)
     n_seg = max(1, (E + segment - 1) // segment)
@@ -312,7 +335,7 @@ def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarr
         lo, hi = j * segment, min(E, (j + 1) * segment)
         _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, none, no_rows, c, n_s)
         if j > 0:
-            ck[j - 1] = W
+            _save_checkpoint(W, top, ck[j - 1])
     return W[n_c - 1].copy(), ck
 
 
@@ -339,9 +362,7 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
         if j == n_seg - 1:
             W, top = _base_table(n_c, levels), _base_tops(n_c)
         else:
-            W = ck[j, :, :levels].copy()
-            top = np.empty(n_c, dtype=np.int64)
-            _last_finite(W, top, levels)
+            W, top = _load_checkpoint(ck[j], levels)
         take, rows = _pointers(n_c, ok, reach, lo, hi, levels)
         _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, take, rows, d[cur].copy(),
                       levels)
