@@ -16,11 +16,15 @@ towards *not* taking an item, then reconstruct the selection forwards from the f
 
 Complexity ``O(E * (S + 1) * prod_k (c_k + 1))`` time; the budgeted DP keeps one boolean
 back-pointer per (item, capacity state, budget level it touches), or, checkpointed, about
-``sqrt(8 E)`` tables and one segment's back-pointers for twice the time
-(:func:`budgeted_memory`; :class:`DPTooLargeError` is how a caller refuses a size that does not
-fit). ``allowed`` (bool ``(E,)``) excludes items from the DP (they are never selected). The
-recursions are compiled with numba (``cache=True``); the Python functions validate the input and
-call them.
+``sqrt(8 E)`` tables and one segment's back-pointers (:func:`budgeted_memory`, an upper bound;
+:class:`DPTooLargeError` is how a caller refuses a size that does not fit). Both forms skip,
+exactly, what cannot change a value or a back-pointer that is read (:func:`_budget_items`):
+the levels above a state's last finite one (the few items that fit in a small capacity reach
+only low levels) and, in the checkpointed reconstruction, every state and level the forward
+walk cannot reach; only the levels computed are written (back-pointers, checkpoints), so the
+work and the memory touched are a fraction of the bound. ``allowed`` (bool ``(E,)``) excludes
+items from the DP (they are never selected). The recursions are compiled with numba
+(``cache=True``); the Python functions validate the input and call them.
 """
 
 from __future__ import annotations
@@ -148,11 +152,10 @@ def _knapsack_kernel(v: np.ndarray, A: np.ndarray, c: np.ndarray,
 def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, bi: int,
                 vi: float) -> None:  # pragma: no cover - compiled
     """One capacity state of Algorithm 2: ``dst[s] = max(dst[s], vi + src[max(s - bi, 0)])``
-    for ``s < rows``, ``take[s]`` where the item strictly improves (elsewhere ``take`` is left
-    as it is: the caller's zeros). The caller passes ``rows`` no higher than one above the
-    last finite level of ``src`` plus ``bi``: above it the candidate is ``-inf``, which never
-    improves. Descending ``s`` reads only old values when ``src`` is ``dst`` (an item
-    requesting nothing)."""
+    for ``s < rows``, and ``take[s]`` (for every ``s < rows``) = whether the item strictly
+    improves. The caller passes ``rows`` no higher than one above the last finite level of
+    ``src`` plus ``bi``: above it the candidate is ``-inf``, which never improves. Descending
+    ``s`` reads only old values when ``src`` is ``dst`` (an item requesting nothing)."""
     for s in range(rows - 1, bi - 1, -1):
         cand = src[s - bi] + vi
         d = dst[s]
@@ -380,7 +383,10 @@ def budgeted_memory(n_items: int, n_states: int, n_levels: int,
     and one bool back-pointer per item, state and level). An integer: the checkpointed pair
     :func:`checkpointed_tables` / :func:`checkpointed_selection`, two tables, ``ceil(n_items /
     segment) - 1`` checkpoints and one segment's back-pointers; :func:`best_segment` minimises
-    it at about ``n_states n_levels (16 + 2 sqrt(8 n_items))`` bytes."""
+    it at about ``n_states n_levels (16 + 2 sqrt(8 n_items))`` bytes. The DP writes (and so
+    touches) only the levels it computes, a fraction of this; beside it, it holds 16 bytes of
+    back-pointer index (:func:`_budget_items`' ``rows``) per capacity state and item (of one
+    segment when checkpointed)."""
     table = 8 * n_states * n_levels
     if segment is None:
         return table + n_items * n_states * n_levels
