@@ -148,9 +148,9 @@ def _p4_full(s2: np.ndarray, theta: np.ndarray, allowed: np.ndarray, A: np.ndarr
             total += n_c * (reach[e] + 1)
     if total > max_bytes:
         return np.zeros(theta.shape[0], dtype=np.int8), -1, S, False
-    values, take, start = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
+    values, take, rows = budgeted_tables(s2, theta, A, c, ok, reach, S + 1)
     s_star = rule_21(values)
-    return budgeted_selection(s_star, A, theta, c, reach, take, start), s_star, S, True
+    return budgeted_selection(s_star, A, theta, c, take, rows), s_star, S, True
 
 
 def p4_memory(n_edges: int, n_states: int, n_levels: int) -> tuple[int, int | None]:

@@ -16,11 +16,15 @@ towards *not* taking an item, then reconstruct the selection forwards from the f
 
 Complexity ``O(E * (S + 1) * prod_k (c_k + 1))`` time; the budgeted DP keeps one boolean
 back-pointer per (item, capacity state, budget level it touches), or, checkpointed, about
-``sqrt(8 E)`` tables and one segment's back-pointers for twice the time
-(:func:`budgeted_memory`; :class:`DPTooLargeError` is how a caller refuses a size that does not
-fit). ``allowed`` (bool ``(E,)``) excludes items from the DP (they are never selected). The
-recursions are compiled with numba (``cache=True``); the Python functions validate the input and
-call them.
+``sqrt(8 E)`` tables and one segment's back-pointers (:func:`budgeted_memory`, an upper bound;
+:class:`DPTooLargeError` is how a caller refuses a size that does not fit). Both forms skip,
+exactly, what cannot change a value or a back-pointer that is read (:func:`_budget_items`):
+the levels above a state's last finite one (the few items that fit in a small capacity reach
+only low levels) and, in the checkpointed reconstruction, every state and level the forward
+walk cannot reach; only the levels computed are written (back-pointers, checkpoints), so the
+work and the memory touched are a fraction of the bound. ``allowed`` (bool ``(E,)``) excludes
+items from the DP (they are never selected). The recursions are compiled with numba
+(``cache=True``); the Python functions validate the input and call them.
 """
 
 from __future__ import annotations
@@ -148,11 +152,10 @@ def _knapsack_kernel(v: np.ndarray, A: np.ndarray, c: np.ndarray,
 def _budget_row(src: np.ndarray, dst: np.ndarray, take: np.ndarray, rows: int, bi: int,
                 vi: float) -> None:  # pragma: no cover - compiled
     """One capacity state of Algorithm 2: ``dst[s] = max(dst[s], vi + src[max(s - bi, 0)])``
-    for ``s < rows``, ``take[s]`` where the item strictly improves (elsewhere ``take`` is left
-    as it is: the caller's zeros). The caller passes ``rows`` no higher than one above the
-    last finite level of ``src`` plus ``bi``: above it the candidate is ``-inf``, which never
-    improves. Descending ``s`` reads only old values when ``src`` is ``dst`` (an item
-    requesting nothing)."""
+    for ``s < rows``, and ``take[s]`` (for every ``s < rows``) = whether the item strictly
+    improves. The caller passes ``rows`` no higher than one above the last finite level of
+    ``src`` plus ``bi``: above it the candidate is ``-inf``, which never improves. Descending
+    ``s`` reads only old values when ``src`` is ``dst`` (an item requesting nothing)."""
     for s in range(rows - 1, bi - 1, -1):
         cand = src[s - bi] + vi
         d = dst[s]
@@ -175,32 +178,56 @@ def _in_box(d: np.ndarray, f: int, box: np.ndarray) -> bool:  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def _last_finite(W: np.ndarray, top: np.ndarray, levels: int) -> None:  # pragma: no cover
-    """``top[f]`` = the last finite level of ``W[f]`` below ``levels`` (level 0 always is:
-    the empty selection), for a table that does not carry its own (a checkpoint)."""
+def _save_checkpoint(W: np.ndarray, top: np.ndarray,
+                     ck: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Copy the finite part of every state of ``W`` into the checkpoint ``ck`` (uninitialised,
+    same shape): levels ``0..top[f]``, then one ``-inf`` that ends it (unless the row is full).
+    The levels above are left unwritten (their memory pages untouched where whole)."""
+    n_s = W.shape[1]
     for f in range(W.shape[0]):
-        s = levels - 1
-        while s > 0 and not np.isfinite(W[f, s]):
-            s -= 1
-        top[f] = s
+        n = top[f] + 1
+        ck[f, :n] = W[f, :n]
+        if n < n_s:
+            ck[f, n] = -np.inf
+
+
+@numba.njit(cache=True)
+def _load_checkpoint(ck: np.ndarray,
+                     levels: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Compiled: the table saved by :func:`_save_checkpoint`, levels ``< levels`` (float64 ``(n_c,
+    levels)``), and the last finite level of each state (``top``). A state's row is
+    non-increasing in the level (a higher budget only removes selections), so its finite
+    levels are a prefix that the first ``-inf`` ends."""
+    n_c = ck.shape[0]
+    W = np.full((n_c, levels), -np.inf)
+    top = np.zeros(n_c, dtype=np.int64)
+    for f in range(n_c):
+        s = 0
+        while s < levels and ck[f, s] > -np.inf:
+            W[f, s] = ck[f, s]
+            s += 1
+        top[f] = max(s - 1, 0)
+    return W, top
 
 
 @numba.njit(cache=True)
 def _budget_items(W: np.ndarray, top: np.ndarray, v: np.ndarray, b: np.ndarray, A: np.ndarray,
                   c: np.ndarray, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
-                  take: np.ndarray, start: np.ndarray, box: np.ndarray,
+                  take: np.ndarray, rows: np.ndarray, box: np.ndarray,
                   levels: int) -> None:  # pragma: no cover - compiled
     """Algorithm 2 over items ``hi-1 .. lo`` on the table ``W`` (``(n_c, n_s)``, updated in
-    place from ``W_hi`` to ``W_lo``). Item ``i``'s back-pointers go to its block
-    ``take[start[i]:]`` (``(n_c, min(reach[i] + 1, levels))``, zeros on entry);
-    ``start[i] < 0`` (or an empty ``take``) keeps none (they land in a scratch row).
+    place from ``W_hi`` to ``W_lo``). The back-pointers of item ``i`` at capacity state ``f``
+    (one per level computed there, from level 0) are appended to ``take`` (bool, at least
+    :func:`_pointer_bound` long); ``rows[(i - lo) n_c + f]`` = ``(start in take, levels
+    computed)`` (int64 ``((hi - lo) n_c, 2)``, zeros on entry: a row not computed has length
+    0, i.e. the item is not taken there). An empty ``take`` keeps no back-pointer (values only).
 
     Exact shortcuts, none of which changes a value or a back-pointer that is read:
 
     - ``top[f]`` (int64 ``(n_c,)``, updated in place) bounds the last finite level of
       ``W[f]``; item ``i``'s candidate ``v_i + W[f - A_i, s - b_i]`` is ``-inf`` above
-      ``top[f - A_i] + b_i``, never an improvement, so those levels are skipped (their
-      back-pointers stay 0, the table stays as it is). With the few channels that fit in a
+      ``top[f - A_i] + b_i``, never an improvement, so those levels are skipped (the table
+      stays as it is; their back-pointer is "not taken"). With the few channels that fit in a
       small capacity, most states have far fewer finite levels than ``S + 1``.
     - only the states componentwise ``<= box`` and the levels ``< levels`` are computed: a
       state reads only states below it, a level only levels below it, so these are exact
@@ -211,17 +238,23 @@ def _budget_items(W: np.ndarray, top: np.ndarray, v: np.ndarray, b: np.ndarray, 
     n_c = st[0] * (c[0] + 1)
     d = _digits(c, st)
     scratch = np.zeros(W.shape[1], dtype=np.bool_)
+    keep = take.shape[0] > 0
+    pos = 0
     for i in range(hi - 1, lo - 1, -1):
         if not ok[i]:
             continue
         off = _offset(A, i, st)
-        rows = min(reach[i] + 1, levels)
-        keep = take.shape[0] > 0 and start[i] >= 0
+        cap = min(reach[i] + 1, levels)  # levels above reach[i] are -inf for W_i
         for f in range(n_c - 1, off - 1, -1):
             if _fits(d, f, A, i) and _in_box(d, f, box):
-                row = take[start[i] + f * rows:] if keep else scratch
                 # levels above top[f - off] + b_i: candidate -inf, nothing to do
-                n = min(rows, top[f - off] + b[i] + 1)
+                n = min(cap, top[f - off] + b[i] + 1)
+                row = scratch
+                if keep:
+                    row = take[pos:pos + n]
+                    rows[(i - lo) * n_c + f, 0] = pos
+                    rows[(i - lo) * n_c + f, 1] = n
+                    pos += n
                 _budget_row(W[f - off], W[f], row, n, b[i], v[i])
                 top[f] = max(top[f], n - 1)
 
@@ -241,18 +274,25 @@ def _base_tops(n_c: int) -> np.ndarray:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _blocks(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
-            levels: int) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
-    """Offsets of the back-pointer blocks of items ``lo..hi-1`` (``-1``: not allowed) in one
-    flat array, and its length ``sum n_c min(reach[i] + 1, levels)``: item ``i`` has one
-    back-pointer per capacity state and level ``< min(reach[i] + 1, levels)``."""
-    start = np.full(ok.shape[0], -1, dtype=np.int64)
+def _pointer_bound(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
+                   levels: int) -> int:  # pragma: no cover - compiled
+    """At most how many back-pointers items ``lo..hi-1`` keep: ``sum n_c min(reach[i] + 1,
+    levels)`` over the allowed ones (one per capacity state and level each can touch). Their
+    array is allocated this long but uninitialised: the memory pages it does not write (the
+    levels :func:`_budget_items` skips) are never touched."""
     total = 0
     for i in range(lo, hi):
         if ok[i]:
-            start[i] = total
             total += n_c * min(reach[i] + 1, levels)
-    return start, total
+    return total
+
+
+@numba.njit(cache=True)
+def _pointers(n_c: int, ok: np.ndarray, reach: np.ndarray, lo: int, hi: int,
+              levels: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Empty back-pointers of items ``lo..hi-1`` for :func:`_budget_items`: ``(take, rows)``."""
+    take = np.empty(_pointer_bound(n_c, ok, reach, lo, hi, levels), dtype=np.bool_)
+    return take, np.zeros(((hi - lo) * n_c, 2), dtype=np.int64)
 
 
 @numba.njit(cache=True)
@@ -264,15 +304,16 @@ def budgeted_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarray, 
     (``W_E = 0`` at ``s = 0``, ``-inf`` elsewhere):
     ``take = v_i + W[c' - A_i, max(s - b_i, 0)]``; ``W = max(skip, take)``, ties kept as skip.
     Item ``i`` touches only levels ``0..reach[i]``. Returns ``(V*(s) (n_s,), back-pointers (flat
-    bool), offset of item i's block (E,))``; item ``i``'s block is ``(n_c, reach[i] + 1)``.
-    Memory: :func:`budgeted_memory` ``"full"``."""
+    bool), rows)``: item ``i``'s back-pointers at state ``f`` are ``take[r0:r0 + n]`` with
+    ``(r0, n) = rows[i n_c + f]`` (levels ``>= n``: not taken). Memory: at most
+    :func:`budgeted_memory` ``"full"`` (the levels skipped are never written), plus 16 bytes
+    of ``rows`` per item and capacity state."""
     E = v.shape[0]
     n_c = _strides(c)[0] * (c[0] + 1)
     W = _base_table(n_c, n_s)
-    start, total = _blocks(n_c, ok, reach, _ZERO, E, n_s)
-    take = np.zeros(total, dtype=np.bool_)
-    _budget_items(W, _base_tops(n_c), v, b, A, c, ok, reach, _ZERO, E, take, start, c, n_s)
-    return W[n_c - 1].copy(), take, start
+    take, rows = _pointers(n_c, ok, reach, _ZERO, E, n_s)
+    _budget_items(W, _base_tops(n_c), v, b, A, c, ok, reach, _ZERO, E, take, rows, c, n_s)
+    return W[n_c - 1].copy(), take, rows
 
 
 @numba.njit(cache=True)
@@ -283,7 +324,8 @@ def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarr
     checkpoints)``, ``checkpoints[j]`` = the table ``W_i`` at ``i = (j + 1) segment`` (float64
     ``(ceil(E / segment) - 1, n_c, n_s)``), from which :func:`checkpointed_selection` recomputes
     one segment's back-pointers at a time. Same arithmetic in the same order, so the same
-    values."""
+    values. Each checkpoint holds a state's finite levels and the ``-inf`` that ends them; the
+    levels above are not written (:func:`_save_checkpoint`)."""
     E = v.shape[0]
     n_c = _strides(c)[0] * (c[0] + 1)
     n_seg = max(1, (E + segment - 1) // segment)
@@ -291,12 +333,12 @@ def checkpointed_tables(v: np.ndarray, b: np.ndarray, A: np.ndarray, c: np.ndarr
     top = _base_tops(n_c)
     ck = np.empty((n_seg - 1, n_c, n_s))
     none = np.zeros(0, dtype=np.bool_)
-    start = np.full(E, -1, dtype=np.int64)
+    no_rows = np.zeros((0, 2), dtype=np.int64)
     for j in range(n_seg - 1, -1, -1):
         lo, hi = j * segment, min(E, (j + 1) * segment)
-        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, none, start, c, n_s)
+        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, none, no_rows, c, n_s)
         if j > 0:
-            ck[j - 1] = W
+            _save_checkpoint(W, top, ck[j - 1])
     return W[n_c - 1].copy(), ck
 
 
@@ -307,7 +349,9 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
     """A maximiser of budget level ``s`` (int8 ``(E,)``) from :func:`checkpointed_tables`'
     checkpoints: segment by segment from the first item, rebuild the segment's back-pointers
     from the table after it (``W_E`` or a checkpoint) and walk them forwards, as
-    :func:`budgeted_selection` walks the full ones (the same maximiser)."""
+    :func:`budgeted_selection` walks the full ones (the same maximiser). The walk from state
+    ``cur`` and level ``s`` only goes down, so each segment is rebuilt on the states
+    ``<= cur`` and the levels ``<= s`` only."""
     E = v.shape[0]
     st = _strides(c)
     n_c = st[0] * (c[0] + 1)
@@ -317,19 +361,15 @@ def checkpointed_selection(s: int, v: np.ndarray, b: np.ndarray, A: np.ndarray, 
     x = np.zeros(E, dtype=np.int8)
     for j in range(n_seg):
         lo, hi = j * segment, min(E, (j + 1) * segment)
-        # the walk from (cur, s) only goes down: recompute the states <= cur, levels <= s
         levels = s + 1
         if j == n_seg - 1:
             W, top = _base_table(n_c, levels), _base_tops(n_c)
         else:
-            W = ck[j, :, :levels].copy()
-            top = np.empty(n_c, dtype=np.int64)
-            _last_finite(W, top, levels)
-        start, total = _blocks(n_c, ok, reach, lo, hi, levels)
-        take = np.zeros(total, dtype=np.bool_)
-        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, take, start, d[cur].copy(),
+            W, top = _load_checkpoint(ck[j], levels)
+        take, rows = _pointers(n_c, ok, reach, lo, hi, levels)
+        _budget_items(W, top, v, b, A, c, ok, reach, lo, hi, take, rows, d[cur].copy(),
                       levels)
-        s, cur = _walk(A, b, st, reach, take, start, lo, hi, s, cur, x, levels)
+        s, cur = _walk(A, b, st, take, rows, lo, hi, s, cur, x)
     return x
 
 
@@ -343,7 +383,10 @@ def budgeted_memory(n_items: int, n_states: int, n_levels: int,
     and one bool back-pointer per item, state and level). An integer: the checkpointed pair
     :func:`checkpointed_tables` / :func:`checkpointed_selection`, two tables, ``ceil(n_items /
     segment) - 1`` checkpoints and one segment's back-pointers; :func:`best_segment` minimises
-    it at about ``n_states n_levels (16 + 2 sqrt(8 n_items))`` bytes."""
+    it at about ``n_states n_levels (16 + 2 sqrt(8 n_items))`` bytes. The DP writes (and so
+    touches) only the levels it computes, a fraction of this; beside it, it holds 16 bytes of
+    back-pointer index (:func:`_budget_items`' ``rows``) per capacity state and item (of one
+    segment when checkpointed)."""
     table = 8 * n_states * n_levels
     if segment is None:
         return table + n_items * n_states * n_levels
@@ -387,32 +430,29 @@ def reachable_levels(b: np.ndarray, ok: np.ndarray, kmax: int,
 
 
 @numba.njit(cache=True)
-def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, reach: np.ndarray,
-                       take: np.ndarray, start: np.ndarray) -> np.ndarray:  # pragma: no cover
+def budgeted_selection(s: int, A: np.ndarray, b: np.ndarray, c: np.ndarray, take: np.ndarray,
+                       rows: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """Compiled: a maximiser of budget level ``s`` (int8 ``(E,)``), reconstructed forwards from
-    the back-pointers of :func:`budgeted_tables`."""
+    the back-pointers ``(take, rows)`` of :func:`budgeted_tables`."""
     E = A.shape[1]
     st = _strides(c)
     x = np.zeros(E, dtype=np.int8)
-    _walk(A, b, st, reach, take, start, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x,
-          reach[0] + 1)
+    _walk(A, b, st, take, rows, _ZERO, E, s, st[0] * (c[0] + 1) - 1, x)
     return x
 
 
 @numba.njit(cache=True)
-def _walk(A: np.ndarray, b: np.ndarray, st: np.ndarray, reach: np.ndarray, take: np.ndarray,
-          start: np.ndarray, lo: int, hi: int, s: int, cur: int, x: np.ndarray,
-          levels: int) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Walk items ``lo..hi-1`` forwards through their back-pointers ``take`` (blocks at
-    ``start``, ``(n_c, min(reach[i] + 1, levels))`` each; ``-1``: item not allowed) from
-    budget level ``s < levels`` and capacity state ``cur``, setting ``x[i] = 1`` for every item
-    taken; returns the ``(s, cur)`` after them (the full DP walks every item at once, the
-    checkpointed one a segment at a time)."""
+def _walk(A: np.ndarray, b: np.ndarray, st: np.ndarray, take: np.ndarray, rows: np.ndarray,
+          lo: int, hi: int, s: int, cur: int,
+          x: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Walk items ``lo..hi-1`` forwards through their back-pointers (``take``, ``rows`` of
+    :func:`_budget_items`) from budget level ``s`` and capacity state ``cur``, setting ``x[i] =
+    1`` for every item taken; returns the ``(s, cur)`` after them (the full DP walks every item
+    at once, the checkpointed one a segment at a time)."""
+    n_c = rows.shape[0] // max(hi - lo, 1)
     for i in range(lo, hi):
-        if start[i] < 0:
-            continue
-        rows = min(reach[i] + 1, levels)
-        if s < rows and take[start[i] + cur * rows + s]:
+        r0, n = rows[(i - lo) * n_c + cur, 0], rows[(i - lo) * n_c + cur, 1]
+        if s < n and take[r0 + s]:
             x[i] = 1
             s = max(s - b[i], 0)
             cur -= _offset(A, i, st)
@@ -453,7 +493,7 @@ class BudgetedSolution:
     values: np.ndarray
     max_budget: int
     _take: np.ndarray
-    _start: np.ndarray
+    _rows: np.ndarray
     _reach: np.ndarray
     _weights: np.ndarray
     _capacity: np.ndarray
@@ -474,7 +514,7 @@ class BudgetedSolution:
                                           self._weights, self._capacity, self._ok, self._reach,
                                           self.max_budget + 1, self._segment, self._take)
         return budgeted_selection(int(s), self._weights, self._budgets, self._capacity,
-                                self._reach, self._take, self._start)
+                                  self._take, self._rows)
 
 
 def budgeted_knapsack(
@@ -526,6 +566,7 @@ def budgeted_knapsack(
         if seg < 1:
             raise ValueError(f"segment={segment!r} is invalid: must be None or an integer >= 1")
         top, ck = checkpointed_tables(v, b, A, c, ok, reach, S + 1, seg)
-        return BudgetedSolution(top, S, ck, np.zeros(0, np.int64), reach, A, c, b, seg, v, ok)
-    top, take, start = budgeted_tables(v, b, A, c, ok, reach, S + 1)
-    return BudgetedSolution(top, S, take, start, reach, A, c, b)
+        return BudgetedSolution(top, S, ck, np.zeros((0, 2), np.int64), reach, A, c, b, seg, v,
+                                ok)
+    top, take, rows = budgeted_tables(v, b, A, c, ok, reach, S + 1)
+    return BudgetedSolution(top, S, take, rows, reach, A, c, b)

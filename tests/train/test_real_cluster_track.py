@@ -3,7 +3,8 @@ EntityPolicy trained on the trace's past (``split="train"``) at a small node sam
 several node samples through ``instance_seeds``, then played on the trace's future
 (``split="test"``) at other node counts, the whole cluster (``n_instances="all"``) included,
 by the ``ppo:model.zip`` agent and by ``schedgym compare``; DeadlineWelfare-v0 (its
-``demand_price`` learner) and GainOverhead-v0 (its ``prices`` learner)."""
+``demand_price`` learner), GainOverhead-v0 (its ``prices`` learner) and FluctuatingSpeed-v0
+(its selection learner, played by its draws as it records)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,52 @@ def test_gain_overhead_model_plays_the_test_split_at_other_node_counts(go_run, n
         assert np.isfinite(reward)
         if term or trunc:
             break
+
+
+FS = "schedgym/FluctuatingSpeed-v0"
+#: FluctuatingSpeed's track: 6 sampled nodes of the training split, 12-slot episodes
+FS_TRAIN = {"split": "train", "n_instances": 6, "horizon": 12}
+
+
+@pytest.fixture(scope="module")
+def fs_run(tmp_path_factory):
+    """A 128-step PPO run of FluctuatingSpeed's entity policy on two node samples of the
+    training split (the shipped entity config)."""
+    return train(TrainConfig(
+        "ppo", FS, policy="entity", timesteps=128, scenario=TRACE, overrides=dict(FS_TRAIN),
+        instance_seeds=(0, 1), hyperparams={"n_steps": 16, "batch_size": 32},
+        out=str(tmp_path_factory.mktemp("f")), eval_freq=0, checkpoint_freq=0))
+
+
+@pytest.mark.parametrize("nodes", [20, "all"])
+def test_fluctuating_speed_model_plays_the_test_split_at_other_node_counts(fs_run, nodes):
+    """The weights trained at 6 nodes score the cells of the test split at 20 nodes and at
+    every node (1,216 channels there with ``degree_cap="auto"``), played by their draws as
+    the run recorded: scores inside the space, decoded to selections within every capacity
+    (nothing for the env to repair), finite rewards, and the same draws again from the same
+    seeds."""
+    meta = json.loads((fs_run.run_dir / "run.json").read_text())
+    assert meta["env_kwargs"]["split"] == "train" and meta["env_kwargs"]["n_instances"] == 6
+    assert meta["play"] == "sampled"
+
+    def play(seed: int) -> list[np.ndarray]:
+        env = gym.make(FS, scenario=TRACE, split="test", n_instances=nodes, horizon=4,
+                       obs_mode="entities", action_mode="scores")
+        R = env.unwrapped.instance.n_instances
+        assert R == (1523 if nodes == "all" else nodes)
+        agent = make(f"ppo:{fs_run.model_path}", env)
+        obs, _ = env.reset(seed=seed)
+        agent.seed_episode(seed)  # the draws' generator, as the episode runner seeds it
+        chosen = []
+        for _ in range(4):
+            action, _ = agent.predict(obs)
+            assert env.action_space.contains(action)
+            obs, reward, term, trunc, info = env.step(action)
+            assert np.isfinite(reward) and info["n_repaired"] == 0
+            chosen.append(np.asarray(action).copy())
+            if term or trunc:
+                break
+        return chosen
+
+    first, again = play(5), play(5)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
